@@ -1,0 +1,86 @@
+//! The SQLite registry of sandboxes and runs.
+//!
+//! This crate is the only place SQL lives. It stores what the engine decides (timestamps and
+//! state transitions are passed in) and never spawns processes or touches the network.
+#![forbid(unsafe_code)]
+
+mod error;
+mod metrics;
+mod records;
+mod runs;
+mod sandboxes;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+pub use error::StoreError;
+pub use records::{
+    AgentMetrics, Metrics, NewRun, NewSandbox, RunOutcome, RunRecord, RunStatus, SandboxRecord,
+    SandboxStatus,
+};
+
+/// Ordered schema migrations; `PRAGMA user_version` records how many have been applied.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_init.sql")];
+
+/// A handle on the registry database. Cheap to share behind an `Arc`; every call is short and
+/// synchronous, so async callers should run it on a blocking thread.
+#[derive(Debug)]
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path`, enables WAL and applies migrations.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = Connection::open(path).map_err(|source| StoreError::Open {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        let store = Self {
+            conn: Mutex::new(conn),
+            path: path.to_path_buf(),
+        };
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Where the database file lives.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn migrate(&self) -> Result<(), StoreError> {
+        let mut conn = self.conn();
+        let applied: usize = conn.pragma_query_value(None, "user_version", |row| row.get(0))?;
+        if applied > MIGRATIONS.len() {
+            return Err(StoreError::NewerSchema {
+                found: applied,
+                known: MIGRATIONS.len(),
+            });
+        }
+        for (index, sql) in MIGRATIONS.iter().enumerate().skip(applied) {
+            let tx = conn.transaction()?;
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", index + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite inconsistent (every write is a
+        // single statement or a transaction), so a poisoned lock is still safe to use.
+        self.conn.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests;
