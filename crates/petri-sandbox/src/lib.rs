@@ -1,1 +1,80 @@
+//! The isolation layer.
+//!
+//! A sandbox is a workspace directory plus limits; every exec is a fresh process tree in new
+//! user, pid, mount, ipc, uts, cgroup and network namespaces. [`Backend`] is the seam where a
+//! microVM or gVisor backend can be added; [`BwrapBackend`] drives bubblewrap.
+//!
+//! This is the only crate allowed `unsafe`, and all of it lives in `sys.rs`.
 
+mod bwrap;
+mod cgroup;
+mod error;
+mod process;
+mod sys;
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+pub use bwrap::{BwrapBackend, BwrapConfig, CA_VARIABLES};
+pub use cgroup::{CgroupMode, Cgroups};
+pub use error::SandboxError;
+pub use process::{ExitInfo, Output, Process};
+
+/// Where the workspace appears inside every sandbox.
+pub const SANDBOX_MOUNT: &str = "/sandbox";
+
+/// Resource limits applied to one sandbox (shared by the processes of its execs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    /// Memory (RAM, no swap) in bytes.
+    pub memory_bytes: u64,
+    /// Maximum number of processes and threads.
+    pub pids: u64,
+    /// CPU bandwidth in thousandths of a core (1000 = one full core).
+    pub cpu_millis: u64,
+}
+
+/// What a backend needs to know about a sandbox.
+#[derive(Debug, Clone)]
+pub struct SandboxSpec {
+    pub id: String,
+    /// Host directory mounted read-write at [`SANDBOX_MOUNT`].
+    pub workspace: PathBuf,
+    pub limits: Limits,
+}
+
+/// One command to run in a sandbox.
+#[derive(Debug, Clone)]
+pub struct ExecSpec {
+    /// Passed to `/bin/sh -c`.
+    pub command: String,
+    /// Extra environment on top of the backend's clean base environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// How limits are enforced on this host, for `/health` and the start-up line.
+#[derive(Debug, Clone, Serialize)]
+pub struct BackendInfo {
+    pub backend: &'static str,
+    pub version: String,
+    /// `cgroup-v2`, `cgroup-v1` or `rlimit`.
+    pub limits_mode: &'static str,
+    /// True when limits fall back to per-process rlimits (no writable cgroup).
+    pub limits_degraded: bool,
+    pub network: &'static str,
+    pub namespaces: &'static [&'static str],
+}
+
+/// An isolation engine. Implementations must make every exec a fresh, fully isolated process
+/// tree that dies as a whole when killed.
+pub trait Backend: Send + Sync + std::fmt::Debug {
+    /// What this backend enforces on this host.
+    fn info(&self) -> BackendInfo;
+    /// Starts `exec` inside `sandbox`. Must be called from an async task (not a blocking
+    /// thread): the child is tied to the lifetime of the spawning thread.
+    fn spawn(&self, sandbox: &SandboxSpec, exec: &ExecSpec) -> Result<Process, SandboxError>;
+    /// Kills every process of the sandbox and releases its kernel resources (cgroups).
+    /// The workspace directory is the caller's business.
+    fn destroy(&self, sandbox_id: &str) -> Result<(), SandboxError>;
+}

@@ -1,0 +1,193 @@
+//! Sandbox workspaces on the host: creation, removal and the file API (upload, zip import,
+//! listing, download), all resolved symlink-proof below the workspace directory.
+
+mod fs;
+mod path;
+mod zip;
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use tokio::io::AsyncWriteExt;
+
+pub use self::fs::FileEntry;
+pub(crate) use self::path::RelPath;
+pub(crate) use self::zip::ZipLimits;
+use crate::EngineError;
+
+/// Most entries one listing returns.
+pub const LISTING_MAX_ENTRIES: usize = 10_000;
+
+/// Content of a workspace path.
+#[derive(Debug)]
+pub enum FileContent {
+    File { file: tokio::fs::File, size: u64 },
+    Dir(Vec<FileEntry>),
+}
+
+/// The directory holding every sandbox's workspace.
+#[derive(Debug, Clone)]
+pub(crate) struct Workspaces {
+    root: PathBuf,
+    staging: PathBuf,
+}
+
+impl Workspaces {
+    pub fn new(root: PathBuf, staging: PathBuf) -> Self {
+        Self { root, staging }
+    }
+
+    /// Host path of a workspace. `id` must be a validated sandbox id.
+    pub fn path(&self, id: &str) -> PathBuf {
+        self.root.join(id)
+    }
+
+    pub fn create(&self, id: &str) -> Result<(), EngineError> {
+        let path = self.path(id);
+        std::fs::create_dir(&path)
+            .map_err(EngineError::io(format!("cannot create workspace {}", path.display())))
+    }
+
+    /// Frees a workspace's disk. `remove_dir_all` does not follow symlinks.
+    pub fn remove(&self, id: &str) -> Result<(), EngineError> {
+        match std::fs::remove_dir_all(self.path(id)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(EngineError::Io {
+                context: format!("cannot remove workspace of {id}"),
+                source: e,
+            }),
+            _ => Ok(()),
+        }
+    }
+
+    fn open(&self, id: &str) -> Result<std::os::fd::OwnedFd, EngineError> {
+        fs::open_root(&self.path(id))
+    }
+
+    /// Streams an upload into `path`, creating parent directories. The file appears
+    /// atomically when complete; over `max_bytes` nothing is left behind.
+    pub async fn write_file(
+        &self,
+        id: &str,
+        path: &RelPath,
+        mut body: impl ChunkSource,
+        max_bytes: u64,
+    ) -> Result<u64, EngineError> {
+        let shown = path.display();
+        let (parents, name) = path.split_last();
+        let workspace = self.open(id)?;
+        let parent = fs::open_dir(&workspace, parents, true, &shown)?;
+        let (temp, file) = fs::create_temp(&parent)?;
+        let mut file = tokio::fs::File::from_std(file);
+        let mut written: u64 = 0;
+        let result = async {
+            while let Some(chunk) = body.next_chunk().await? {
+                written += chunk.len() as u64;
+                if written > max_bytes {
+                    return Err(EngineError::TooLarge {
+                        what: format!("upload {shown:?}"),
+                        limit: format!("{max_bytes} bytes (PETRI_MAX_UPLOAD_MB)"),
+                    });
+                }
+                file.write_all(&chunk).await.map_err(EngineError::io("writing upload"))?;
+            }
+            file.flush().await.map_err(EngineError::io("writing upload"))?;
+            Ok(())
+        }
+        .await;
+        drop(file);
+        if let Err(e) = result {
+            fs::discard(&parent, &temp);
+            return Err(e);
+        }
+        fs::place(&parent, &temp, &parent, name, &shown)?;
+        Ok(written)
+    }
+
+    /// Streams an archive to a private staging file, then extracts it (see [`zip::extract`]).
+    pub async fn import_zip(
+        &self,
+        id: &str,
+        mut body: impl ChunkSource,
+        max_bytes: u64,
+        limits: ZipLimits,
+    ) -> Result<usize, EngineError> {
+        let archive = self.staging.join(format!("upload-{}.zip", crate::ids::new_run_id()));
+        let result = async {
+            let mut file = tokio::fs::File::create(&archive)
+                .await
+                .map_err(EngineError::io("cannot stage zip upload"))?;
+            let mut written: u64 = 0;
+            while let Some(chunk) = body.next_chunk().await? {
+                written += chunk.len() as u64;
+                if written > max_bytes {
+                    return Err(EngineError::TooLarge {
+                        what: "zip upload".into(),
+                        limit: format!("{max_bytes} bytes (PETRI_MAX_UPLOAD_MB)"),
+                    });
+                }
+                file.write_all(&chunk).await.map_err(EngineError::io("staging zip upload"))?;
+            }
+            file.flush().await.map_err(EngineError::io("staging zip upload"))?;
+            let workspace = self.open(id)?;
+            let staging = self.staging.clone();
+            let archive = archive.clone();
+            tokio::task::spawn_blocking(move || zip::extract(&archive, &staging, &workspace, limits))
+                .await
+                .map_err(|e| EngineError::Task(e.to_string()))?
+        }
+        .await;
+        let _ = tokio::fs::remove_file(&archive).await;
+        result
+    }
+
+    /// Lists the whole workspace or one directory of it.
+    pub fn list(&self, id: &str, path: Option<&RelPath>) -> Result<Vec<FileEntry>, EngineError> {
+        let workspace = self.open(id)?;
+        let (dir, prefix) = match path {
+            None => (workspace, String::new()),
+            Some(path) => match fs::open_for_read(&workspace, path)? {
+                fs::Resolved::Dir(dir) => (dir, path.display()),
+                fs::Resolved::File(..) => {
+                    return Err(EngineError::InvalidPath {
+                        path: path.display(),
+                        reason: "is a file, not a directory".into(),
+                    });
+                }
+            },
+        };
+        let mut entries = Vec::new();
+        fs::list_tree(dir, &prefix, LISTING_MAX_ENTRIES, &mut entries)?;
+        Ok(entries)
+    }
+
+    /// Opens a file for download, or lists a directory.
+    pub fn read(&self, id: &str, path: &RelPath) -> Result<FileContent, EngineError> {
+        let workspace = self.open(id)?;
+        match fs::open_for_read(&workspace, path)? {
+            fs::Resolved::File(file, size) => Ok(FileContent::File {
+                file: tokio::fs::File::from_std(file),
+                size,
+            }),
+            fs::Resolved::Dir(dir) => {
+                let mut entries = Vec::new();
+                fs::list_tree(dir, &path.display(), LISTING_MAX_ENTRIES, &mut entries)?;
+                Ok(FileContent::Dir(entries))
+            }
+        }
+    }
+
+    pub fn exists(&self, id: &str) -> bool {
+        Path::new(&self.path(id)).is_dir()
+    }
+}
+
+/// A source of upload chunks (a multipart field in the HTTP layer, a vector in tests).
+pub trait ChunkSource: Send {
+    /// The next chunk, or `None` at the end of the body.
+    fn next_chunk(
+        &mut self,
+    ) -> impl std::future::Future<Output = Result<Option<Bytes>, EngineError>> + Send;
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,387 @@
+//! The default backend: bubblewrap (`bwrap`) driven from Rust.
+//!
+//! Each exec gets new user, pid, mount, ipc, uts, cgroup and network namespaces (the network
+//! namespace has only `lo`), a read-only view of the host's `/usr` and a minimal `/etc`, the
+//! workspace read-write at `/sandbox`, a private size-limited `/tmp`, a minimal `/dev`, a fresh
+//! `/proc`, no `/sys`, no capabilities and no-new-privs (bubblewrap always sets it).
+
+use std::ffi::OsString;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use rustix::process::Resource;
+
+use crate::cgroup::{Cgroups, OomWatch};
+use crate::sys::{ChildSetup, install};
+use crate::{
+    Backend, BackendInfo, ExecSpec, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec,
+};
+
+/// The uid and gid sandboxed code runs as, inside its user namespace.
+const SANDBOX_UID: u32 = 1000;
+/// Directory (on the sandbox's private root) holding convenience aliases such as `python`.
+const ALIAS_DIR: &str = "/opt/petri/bin";
+const PATH: &str = "/opt/petri/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:\
+                    /usr/sbin:/usr/bin:/sbin:/bin";
+/// Entries of the host's `/etc` that runtimes need; everything else stays hidden.
+const ETC_ENTRIES: &[&str] = &[
+    "alternatives",
+    "ca-certificates",
+    "ca-certificates.conf",
+    "ssl",
+    "pki",
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "mime.types",
+    "protocols",
+    "services",
+    "maven",
+    "nsswitch.conf",
+];
+/// Top-level directories that are symlinks into `/usr` on merged-usr hosts.
+const ROOT_LINKS: &[&str] = &["bin", "sbin", "lib", "lib32", "lib64", "libx32"];
+/// Variables naming CA bundles, forwarded so TLS keeps working behind re-signing proxies.
+pub const CA_VARIABLES: &[&str] = &[
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "PIP_CERT",
+    "CURL_CA_BUNDLE",
+    "NODE_EXTRA_CA_CERTS",
+    "GIT_SSL_CAINFO",
+];
+
+/// Settings of the bubblewrap backend.
+#[derive(Debug, Clone)]
+pub struct BwrapConfig {
+    /// The `bwrap` executable.
+    pub binary: PathBuf,
+    /// Server-owned directory for generated files (`passwd`, `group`, `hosts`).
+    pub runtime_dir: PathBuf,
+    /// Size of each exec's private `/tmp`.
+    pub tmp_size_bytes: u64,
+    /// Extra host paths bound read-only at the same place (e.g. a toolchain under `/opt`).
+    pub extra_ro_paths: Vec<PathBuf>,
+    /// Environment every exec gets on top of the base (CA bundle variables and the like).
+    pub base_env: Vec<(String, String)>,
+    pub cgroups: Cgroups,
+}
+
+/// The bubblewrap backend.
+#[derive(Debug)]
+pub struct BwrapBackend {
+    config: BwrapConfig,
+    version: String,
+    /// Fixed part of the argument vector, computed once.
+    base_args: Vec<OsString>,
+}
+
+fn runtime_err(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
+    move |source| SandboxError::Runtime {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+impl BwrapBackend {
+    /// Checks that bubblewrap works on this host and prepares the generated files.
+    pub fn new(config: BwrapConfig) -> Result<Self, SandboxError> {
+        let binary = config.binary.clone();
+        let unavailable = move |reason: String| SandboxError::BwrapUnavailable {
+            binary: binary.clone(),
+            reason,
+        };
+        let out = std::process::Command::new(&config.binary)
+            .arg("--version")
+            .output()
+            .map_err(|e| unavailable(format!("cannot run it: {e} (install the bubblewrap package)")))?;
+        let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        fs::create_dir_all(&config.runtime_dir).map_err(runtime_err(&config.runtime_dir))?;
+        let files = [
+            ("passwd", format!("sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:{SANDBOX_MOUNT}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")),
+            ("group", format!("sandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n")),
+            ("hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n".to_string()),
+        ];
+        for (name, content) in files {
+            let path = config.runtime_dir.join(name);
+            fs::write(&path, content).map_err(runtime_err(&path))?;
+        }
+        let base_args = base_args(&config, Path::new("/"));
+        let backend = Self {
+            config,
+            version,
+            base_args,
+        };
+        backend.smoke_test().map_err(unavailable)?;
+        Ok(backend)
+    }
+
+    /// Runs `/bin/true` in a sandbox so a host that forbids user namespaces fails at start-up
+    /// with a clear message rather than on the first exec.
+    fn smoke_test(&self) -> Result<(), String> {
+        let probe_dir = self.config.runtime_dir.join("probe");
+        fs::create_dir_all(&probe_dir).map_err(|e| e.to_string())?;
+        let out = std::process::Command::new(&self.config.binary)
+            .args(&self.base_args)
+            .args(workspace_args(&probe_dir))
+            .args(["/bin/true"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        if out.status.success() {
+            Ok(())
+        } else {
+            Err(format!(
+                "a test sandbox failed ({}): {}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr).trim()
+            ))
+        }
+    }
+
+    fn rlimits(&self, sandbox: &SandboxSpec) -> Vec<(Resource, u64)> {
+        let mut limits = vec![(Resource::Core, 0)];
+        if matches!(self.config.cgroups.mode(), crate::CgroupMode::Unavailable { .. }) {
+            // Degraded mode: per-process data size and a per-uid process count are the best
+            // the kernel offers without a cgroup.
+            limits.push((Resource::Data, sandbox.limits.memory_bytes));
+            limits.push((Resource::Nproc, sandbox.limits.pids));
+        }
+        limits
+    }
+}
+
+/// Mounts and settings shared by every exec. `host_root` lets tests probe a fake host.
+fn base_args(config: &BwrapConfig, host_root: &Path) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    let mut push = |parts: &[&str]| args.extend(parts.iter().map(OsString::from));
+    push(&[
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]);
+    for name in ROOT_LINKS {
+        let host = host_root.join(name);
+        match fs::symlink_metadata(&host) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                if let Ok(target) = fs::read_link(&host) {
+                    args.extend(["--symlink".into(), target.into(), format!("/{name}").into()]);
+                }
+            }
+            Ok(meta) if meta.is_dir() => {
+                let path = format!("/{name}");
+                args.extend(["--ro-bind".into(), path.clone().into(), path.into()]);
+            }
+            _ => {}
+        }
+    }
+    let mut etc: Vec<String> = ETC_ENTRIES.iter().map(|e| format!("/etc/{e}")).collect();
+    if let Ok(entries) = fs::read_dir(host_root.join("etc")) {
+        // JDKs keep their security configuration under /etc/java-<version>-openjdk.
+        etc.extend(
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("java"))
+                .map(|n| format!("/etc/{n}")),
+        );
+    }
+    for path in etc {
+        args.extend(["--ro-bind-try".into(), path.clone().into(), path.into()]);
+    }
+    for name in ["passwd", "group", "hosts"] {
+        args.extend([
+            "--ro-bind".into(),
+            config.runtime_dir.join(name).into(),
+            format!("/etc/{name}").into(),
+        ]);
+    }
+    for path in &config.extra_ro_paths {
+        args.extend(["--ro-bind-try".into(), path.into(), path.into()]);
+    }
+    let mut push = |parts: &[&str]| args.extend(parts.iter().map(OsString::from));
+    push(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/dev/shm"]);
+    let size = config.tmp_size_bytes.to_string();
+    push(&["--size", &size, "--tmpfs", "/tmp", "--dir", ALIAS_DIR]);
+    for (alias, target) in [("python", "python3"), ("pip", "pip3")] {
+        let usr_bin = host_root.join("usr/bin");
+        if !usr_bin.join(alias).exists() && usr_bin.join(target).exists() {
+            args.extend([
+                "--symlink".into(),
+                format!("/usr/bin/{target}").into(),
+                format!("{ALIAS_DIR}/{alias}").into(),
+            ]);
+        }
+    }
+    let uid = SANDBOX_UID.to_string();
+    let mut push = |parts: &[&str]| args.extend(parts.iter().map(OsString::from));
+    push(&["--uid", &uid, "--gid", &uid, "--clearenv"]);
+    for (key, value) in [
+        ("PATH", PATH),
+        ("HOME", SANDBOX_MOUNT),
+        ("USER", "sandbox"),
+        ("LOGNAME", "sandbox"),
+        ("LANG", "C.UTF-8"),
+        ("TMPDIR", "/tmp"),
+        // Output must reach the client as it is printed, not when a buffer fills.
+        ("PYTHONUNBUFFERED", "1"),
+    ] {
+        push(&["--setenv", key, value]);
+    }
+    for (key, value) in &config.base_env {
+        push(&["--setenv", key, value]);
+    }
+    args
+}
+
+/// The workspace bind and working directory, then the final read-only remount of `/`.
+fn workspace_args(workspace: &Path) -> Vec<OsString> {
+    vec![
+        "--bind".into(),
+        workspace.into(),
+        SANDBOX_MOUNT.into(),
+        "--chdir".into(),
+        SANDBOX_MOUNT.into(),
+        "--remount-ro".into(),
+        "/".into(),
+    ]
+}
+
+impl Backend for BwrapBackend {
+    fn info(&self) -> BackendInfo {
+        let limits_mode = self.config.cgroups.mode_name();
+        BackendInfo {
+            backend: "bwrap",
+            version: self.version.clone(),
+            limits_mode,
+            limits_degraded: limits_mode == "rlimit",
+            network: "none (loopback only)",
+            namespaces: &["user", "pid", "mount", "ipc", "uts", "cgroup", "net"],
+        }
+    }
+
+    fn spawn(&self, sandbox: &SandboxSpec, exec: &ExecSpec) -> Result<Process, SandboxError> {
+        let spawn_err = |source| SandboxError::Spawn {
+            sandbox_id: sandbox.id.clone(),
+            source,
+        };
+        let (cgroup_procs, oom) = match self.config.cgroups.mode() {
+            crate::CgroupMode::Unavailable { .. } => (Vec::new(), OomWatch::none()),
+            _ => self
+                .config
+                .cgroups
+                .enter(&sandbox.id, &sandbox.limits)?
+                .into_parts(),
+        };
+        // One pipe for stdout and stderr keeps their relative order, as a terminal shows it.
+        let (reader, writer) = std::io::pipe().map_err(spawn_err)?;
+        let stderr = writer.try_clone().map_err(spawn_err)?;
+        let mut command = tokio::process::Command::new(&self.config.binary);
+        command
+            .args(&self.base_args)
+            .args(exec.env.iter().flat_map(|(k, v)| ["--setenv", k, v]))
+            .args(workspace_args(&sandbox.workspace))
+            .args(["/bin/sh", "-c", &exec.command])
+            .env_clear()
+            .stdin(Stdio::null())
+            .stdout(writer)
+            .stderr(stderr)
+            .kill_on_drop(true);
+        install(
+            &mut command,
+            ChildSetup {
+                cgroup_procs,
+                rlimits: self.rlimits(sandbox),
+                inherit: Vec::new(),
+            },
+        );
+        let child = command.spawn().map_err(spawn_err)?;
+        // Dropping the command closes our copies of the write end, so the reader sees EOF
+        // once the sandbox's processes are gone.
+        drop(command);
+        let output = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
+            .map_err(spawn_err)?;
+        Ok(Process::new(child, output, oom))
+    }
+
+    fn destroy(&self, sandbox_id: &str) -> Result<(), SandboxError> {
+        self.config.cgroups.destroy(sandbox_id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(runtime: &Path) -> BwrapConfig {
+        BwrapConfig {
+            binary: "bwrap".into(),
+            runtime_dir: runtime.to_path_buf(),
+            tmp_size_bytes: 64 << 20,
+            extra_ro_paths: vec!["/opt/toolchain".into()],
+            base_env: vec![("SSL_CERT_FILE".into(), "/etc/ssl/certs/ca.crt".into())],
+            cgroups: Cgroups::unavailable("test"),
+        }
+    }
+
+    fn joined(args: &[OsString]) -> String {
+        args.iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    #[test]
+    fn base_args_isolate_everything_and_expose_only_a_minimal_host() {
+        let host = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("usr/bin", host.path().join("bin")).unwrap();
+        fs::create_dir_all(host.path().join("lib64")).unwrap();
+        fs::create_dir_all(host.path().join("etc/java-17-openjdk")).unwrap();
+        fs::create_dir_all(host.path().join("usr/bin")).unwrap();
+        fs::write(host.path().join("usr/bin/python3"), "").unwrap();
+        let args = joined(&base_args(&config(Path::new("/run/petri")), host.path()));
+        for expected in [
+            "--unshare-all --unshare-user --disable-userns --die-with-parent --new-session",
+            "--cap-drop ALL",
+            "--ro-bind /usr /usr",
+            "--symlink usr/bin /bin",
+            "--ro-bind /lib64 /lib64",
+            "--ro-bind-try /etc/ssl /etc/ssl",
+            "--ro-bind-try /etc/java-17-openjdk /etc/java-17-openjdk",
+            "--ro-bind /run/petri/passwd /etc/passwd",
+            "--ro-bind-try /opt/toolchain /opt/toolchain",
+            "--proc /proc --dev /dev",
+            "--size 67108864 --tmpfs /tmp",
+            "--symlink /usr/bin/python3 /opt/petri/bin/python",
+            "--clearenv",
+            "--setenv PYTHONUNBUFFERED 1",
+            "--setenv SSL_CERT_FILE /etc/ssl/certs/ca.crt",
+        ] {
+            assert!(args.contains(expected), "missing {expected:?} in {args}");
+        }
+        assert!(!args.contains("/sys"), "host /sys must never be exposed: {args}");
+        assert!(!args.contains("--share-net"));
+        assert!(!args.contains("--ro-bind-try /etc/shadow"));
+    }
+
+    #[test]
+    fn workspace_is_bound_last_then_root_goes_read_only() {
+        let args = joined(&workspace_args(Path::new("/data/sb_1")));
+        assert_eq!(
+            args,
+            "--bind /data/sb_1 /sandbox --chdir /sandbox --remount-ro /"
+        );
+    }
+}

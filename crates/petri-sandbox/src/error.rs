@@ -1,0 +1,25 @@
+use std::path::PathBuf;
+
+/// Failures of the isolation layer.
+#[derive(Debug, thiserror::Error)]
+pub enum SandboxError {
+    #[error("bubblewrap is not usable ({binary}): {reason}")]
+    BwrapUnavailable { binary: PathBuf, reason: String },
+    #[error("cannot spawn sandbox process for {sandbox_id}: {source}")]
+    Spawn {
+        sandbox_id: String,
+        source: std::io::Error,
+    },
+    #[error("cgroup operation on {path} failed: {source}")]
+    Cgroup {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot prepare sandbox runtime files in {path}: {source}")]
+    Runtime {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("waiting for sandbox process failed: {0}")]
+    Wait(std::io::Error),
+}

@@ -1,0 +1,74 @@
+//! A running exec: its merged output pipe, its exit and its kill switch.
+
+use std::time::{Duration, Instant};
+
+use crate::SandboxError;
+use crate::cgroup::OomWatch;
+
+/// The read end of the exec's merged stdout+stderr pipe.
+pub type Output = tokio::net::unix::pipe::Receiver;
+
+/// How an exec ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// Exit code in shell convention: the process's code, or 128 + signal number.
+    pub code: i32,
+    /// The terminating signal, when the process did not exit normally.
+    pub signal: Option<i32>,
+    /// The kernel OOM-killed a process of the sandbox during this exec.
+    pub oom_killed: bool,
+    pub duration: Duration,
+}
+
+/// One running process tree. Dropping it kills the tree.
+#[derive(Debug)]
+pub struct Process {
+    child: tokio::process::Child,
+    output: Option<Output>,
+    oom: OomWatch,
+    started: Instant,
+}
+
+impl Process {
+    pub(crate) fn new(child: tokio::process::Child, output: Output, oom: OomWatch) -> Self {
+        Self {
+            child,
+            output: Some(output),
+            oom,
+            started: Instant::now(),
+        }
+    }
+
+    /// Takes the output pipe (once). It reaches end-of-file when every process of the tree
+    /// has exited.
+    pub fn take_output(&mut self) -> Option<Output> {
+        self.output.take()
+    }
+
+    /// Waits for the tree's root to exit. Cancel-safe.
+    pub async fn wait(&mut self) -> Result<ExitInfo, SandboxError> {
+        use std::os::unix::process::ExitStatusExt;
+        let status = self.child.wait().await.map_err(SandboxError::Wait)?;
+        let signal = status.signal();
+        let code = status
+            .code()
+            .unwrap_or_else(|| 128 + signal.unwrap_or(0));
+        Ok(ExitInfo {
+            code,
+            signal: signal.or_else(|| (code > 128 && code < 160).then_some(code - 128)),
+            oom_killed: self.oom.fired(),
+            duration: self.started.elapsed(),
+        })
+    }
+
+    /// Kills the whole tree: SIGKILL to the sandbox's supervisor tears down its pid namespace,
+    /// taking daemonised and `setsid` children with it.
+    pub fn kill(&mut self) {
+        let _ = self.child.start_kill();
+    }
+
+    /// Host pid of the tree's supervisor, while it runs.
+    pub fn id(&self) -> Option<u32> {
+        self.child.id()
+    }
+}

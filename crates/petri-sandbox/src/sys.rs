@@ -1,0 +1,53 @@
+//! The one place with `unsafe`: work done in the forked child between `fork` and `exec`.
+//!
+//! Only async-signal-safe system calls on memory allocated before the fork are allowed here,
+//! because the server is multi-threaded and another thread may hold the allocator's lock.
+
+use std::os::fd::{AsFd, OwnedFd};
+
+use rustix::io::{FdFlags, fcntl_setfd, write};
+use rustix::process::{Resource, Rlimit, setrlimit};
+
+/// What the child does to itself before it becomes bubblewrap.
+#[derive(Debug, Default)]
+pub(crate) struct ChildSetup {
+    /// Open `cgroup.procs` files; writing "0" moves the writer into that cgroup, so every
+    /// process of the sandbox is accounted from its first instruction.
+    pub cgroup_procs: Vec<OwnedFd>,
+    /// Resource limits to set (the fallback when no cgroup is writable, plus hygiene limits).
+    pub rlimits: Vec<(Resource, u64)>,
+    /// Descriptors bubblewrap must inherit (they are opened close-on-exec).
+    pub inherit: Vec<OwnedFd>,
+}
+
+pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) {
+    let ChildSetup {
+        cgroup_procs,
+        rlimits,
+        inherit,
+    } = setup;
+    let child_setup = move || -> std::io::Result<()> {
+        for procs in &cgroup_procs {
+            write(procs.as_fd(), b"0")?;
+        }
+        for &(resource, limit) in &rlimits {
+            setrlimit(
+                resource,
+                Rlimit {
+                    current: Some(limit),
+                    maximum: Some(limit),
+                },
+            )?;
+        }
+        for fd in &inherit {
+            fcntl_setfd(fd.as_fd(), FdFlags::empty())?;
+        }
+        Ok(())
+    };
+    // SAFETY: `pre_exec` closures run in the child after fork. This one only performs
+    // write(2), setrlimit(2) and fcntl(2) on descriptors and vectors allocated before the fork;
+    // it allocates nothing, takes no locks and touches no state shared with other threads.
+    unsafe {
+        command.pre_exec(child_setup);
+    }
+}
