@@ -1,1 +1,65 @@
+//! The HTTP layer: Petri v0.11's `/v1` routes (wire-compatible with the jhansi 0.1.7 SDK and
+//! MCP server), the new file and run routes, SSE framing, JSON errors and the dashboard.
+#![forbid(unsafe_code)]
 
+mod error;
+mod extract;
+mod pyjson;
+mod routes;
+mod sse;
+mod views;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use petri_engine::Engine;
+
+pub use error::ApiError;
+
+/// Shared state of every handler.
+#[derive(Debug, Clone)]
+pub struct AppState {
+    pub engine: Arc<Engine>,
+    /// Interval of `: keepalive` comments on quiet exec streams.
+    pub keepalive: Duration,
+    /// The address the server listens on, for `/health`.
+    pub listen: String,
+}
+
+/// Largest JSON body accepted (commands are capped at 128 KiB by the engine).
+const JSON_BODY_LIMIT: usize = 1 << 20;
+/// Multipart framing on top of the upload itself.
+const MULTIPART_OVERHEAD: usize = 64 << 10;
+
+/// Builds the application.
+pub fn router(state: AppState) -> Router {
+    let upload_limit = usize::try_from(state.engine.config().upload_max_bytes)
+        .unwrap_or(usize::MAX)
+        .saturating_add(MULTIPART_OVERHEAD);
+    let uploads = Router::new()
+        .route("/v1/sandboxes/{id}/files", post(routes::files::upload_file).get(routes::files::list))
+        .route("/v1/sandboxes/{id}/upload", post(routes::files::upload_zip))
+        .layer(DefaultBodyLimit::max(upload_limit));
+    Router::new()
+        .route("/health", get(routes::status::health))
+        .route("/v1/metrics", get(routes::status::metrics))
+        .route("/v1/sandboxes", post(routes::sandboxes::create).get(routes::sandboxes::list))
+        .route("/v1/sandboxes/active", get(routes::sandboxes::active))
+        .route("/v1/sandboxes/{id}", get(routes::sandboxes::get).delete(routes::sandboxes::delete))
+        .route("/v1/sandboxes/{id}/files/{*path}", get(routes::files::download))
+        .route("/v1/sandboxes/{id}/exec", post(routes::exec::exec))
+        .route("/v1/sandboxes/{id}/runs", get(routes::runs::for_sandbox))
+        .route("/v1/runs/{run_id}", get(routes::runs::get))
+        .route("/v1/runs/{run_id}/output", get(routes::runs::output))
+        .route("/dashboard", get(routes::dashboard::page))
+        .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
+        .merge(uploads)
+        .fallback(|| async { ApiError::not_found() })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "Method Not Allowed")
+        })
+        .with_state(state)
+}

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use petri_sandbox::{Backend, BackendInfo, Limits};
-use petri_store::{Metrics, RunRecord, SandboxRecord, Store};
+use petri_store::Store;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -27,7 +27,7 @@ pub use config::EngineConfig;
 pub use error::EngineError;
 pub use exec::{DoneInfo, ExecEvent, ExecRequest, ExecStream};
 pub use language::SUPPORTED_LANGUAGES;
-pub use petri_store::{RunStatus, SandboxStatus};
+pub use petri_store::{AgentMetrics, Metrics, RunRecord, RunStatus, SandboxRecord, SandboxStatus};
 pub use workspace::{ChunkSource, FileContent, FileEntry};
 
 use crate::exec::{ExecJob, run_exec};

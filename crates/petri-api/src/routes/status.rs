@@ -1,0 +1,37 @@
+//! Health and metrics.
+
+use axum::Json;
+use axum::extract::State;
+use serde_json::{Value, json};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+pub(crate) async fn health(State(state): State<AppState>) -> Json<Value> {
+    let info = state.engine.info();
+    Json(json!({
+        "status": "ok",
+        "version": env!("CARGO_PKG_VERSION"),
+        "listen": state.listen,
+        "isolation": info.isolation,
+        "limits": {
+            "mode": info.isolation.limits_mode,
+            "degraded": info.isolation.limits_degraded,
+            "note": if info.isolation.limits_degraded { "limits degraded: no writable cgroup, using per-process rlimits" } else { "enforced by cgroups" },
+            "memory_mb": info.default_limits.memory_bytes >> 20,
+            "pids": info.default_limits.pids,
+            "cpus": info.default_limits.cpu_millis as f64 / 1000.0,
+            "exec_timeout_seconds": info.exec_timeout_seconds,
+            "output_max_bytes": info.output_max_bytes,
+            "upload_max_bytes": info.upload_max_bytes,
+        },
+        "workspace_root": info.workspace_root,
+        "sandbox_ttl_seconds": info.sandbox_ttl_seconds,
+        "log_max_bytes": info.log_max_bytes,
+    }))
+}
+
+pub(crate) async fn metrics(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let metrics = state.engine.metrics().await?;
+    Ok(Json(serde_json::to_value(metrics).expect("metrics serialise")))
+}

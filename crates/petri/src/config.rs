@@ -1,0 +1,138 @@
+//! Command-line flags, each with its `PETRI_*` environment variable.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use petri_engine::EngineConfig;
+use petri_sandbox::Limits;
+
+const MIB: u64 = 1 << 20;
+
+/// Settings of `petri serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, env = "PETRI_BIND", default_value = "127.0.0.1:8000")]
+    pub bind: SocketAddr,
+    /// Directory holding all state (default: ~/.petri).
+    #[arg(long, env = "PETRI_WORKSPACE_ROOT")]
+    pub workspace_root: Option<PathBuf>,
+    /// Idle seconds before a sandbox is soft-deleted.
+    #[arg(long, env = "PETRI_SANDBOX_TTL_SECONDS", default_value_t = 3600)]
+    pub sandbox_ttl_seconds: u64,
+    /// Seconds between TTL sweeps.
+    #[arg(long, env = "PETRI_SWEEP_INTERVAL_SECONDS", default_value_t = 60)]
+    pub sweep_interval_seconds: u64,
+    /// Total MiB of run output kept; the oldest outputs are evicted beyond it.
+    #[arg(long, env = "PETRI_LOG_MAX_MB", default_value_t = 500)]
+    pub log_max_mb: u64,
+    /// Default per-exec timeout in seconds.
+    #[arg(long, env = "PETRI_EXEC_TIMEOUT_SECONDS", default_value_t = 300)]
+    pub exec_timeout_seconds: u64,
+    /// Largest timeout an exec may request, in seconds.
+    #[arg(long, env = "PETRI_EXEC_TIMEOUT_MAX_SECONDS", default_value_t = 3600)]
+    pub exec_timeout_max_seconds: u64,
+    /// MiB of output streamed and stored per run.
+    #[arg(long, env = "PETRI_OUTPUT_MAX_MB", default_value_t = 10)]
+    pub output_max_mb: u64,
+    /// Largest upload (file or zip) in MiB.
+    #[arg(long, env = "PETRI_MAX_UPLOAD_MB", default_value_t = 100)]
+    pub max_upload_mb: u64,
+    /// Most entries in one zip upload.
+    #[arg(long, env = "PETRI_ZIP_MAX_ENTRIES", default_value_t = 10_000)]
+    pub zip_max_entries: usize,
+    /// Most uncompressed MiB in one zip upload.
+    #[arg(long, env = "PETRI_ZIP_MAX_MB", default_value_t = 1024)]
+    pub zip_max_mb: u64,
+    /// Default memory limit of a sandbox in MiB.
+    #[arg(long, env = "PETRI_MEMORY_MB", default_value_t = 512)]
+    pub memory_mb: u64,
+    /// Default process/thread limit of a sandbox.
+    #[arg(long, env = "PETRI_PIDS_MAX", default_value_t = 256)]
+    pub pids_max: u64,
+    /// Default CPU limit of a sandbox, in cores.
+    #[arg(long, env = "PETRI_CPUS", default_value_t = 1.0)]
+    pub cpus: f64,
+    /// Largest memory limit a client may request, in MiB.
+    #[arg(long, env = "PETRI_MAX_MEMORY_MB", default_value_t = 8192)]
+    pub max_memory_mb: u64,
+    /// Largest process limit a client may request.
+    #[arg(long, env = "PETRI_MAX_PIDS", default_value_t = 4096)]
+    pub max_pids: u64,
+    /// Largest CPU limit a client may request, in cores.
+    #[arg(long, env = "PETRI_MAX_CPUS", default_value_t = 8.0)]
+    pub max_cpus: f64,
+    /// Size of each exec's private /tmp in MiB.
+    #[arg(long, env = "PETRI_TMP_MB", default_value_t = 256)]
+    pub tmp_mb: u64,
+    /// Execs that may wait behind a running one in the same sandbox.
+    #[arg(long, env = "PETRI_EXEC_QUEUE_MAX", default_value_t = 8)]
+    pub exec_queue_max: usize,
+    /// Seconds between keepalive comments on a quiet exec stream.
+    #[arg(long, env = "PETRI_KEEPALIVE_SECONDS", default_value_t = 15)]
+    pub keepalive_seconds: u64,
+    /// The bubblewrap executable.
+    #[arg(long, env = "PETRI_BWRAP", default_value = "bwrap")]
+    pub bwrap: PathBuf,
+    /// Extra host paths mounted read-only into sandboxes (colon-separated), e.g. toolchains under /opt.
+    #[arg(long, env = "PETRI_EXTRA_RO_PATHS", value_delimiter = ':')]
+    pub extra_ro_paths: Vec<PathBuf>,
+    /// Use per-process rlimits even where cgroups are writable.
+    #[arg(long, env = "PETRI_DISABLE_CGROUPS", default_value_t = false)]
+    pub disable_cgroups: bool,
+}
+
+fn cpu_millis(cores: f64) -> Result<u64, String> {
+    if cores.is_finite() && cores > 0.0 {
+        Ok((cores * 1000.0).round() as u64)
+    } else {
+        Err(format!("CPU limit {cores} must be a positive number of cores"))
+    }
+}
+
+impl ServeArgs {
+    pub fn root(&self) -> Result<PathBuf, String> {
+        match &self.workspace_root {
+            Some(root) => Ok(root.clone()),
+            None => std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".petri"))
+                .ok_or_else(|| "HOME is not set; pass --workspace-root or PETRI_WORKSPACE_ROOT".to_string()),
+        }
+    }
+
+    pub fn engine_config(&self) -> Result<EngineConfig, String> {
+        if self.exec_timeout_seconds == 0 || self.exec_timeout_seconds > self.exec_timeout_max_seconds {
+            return Err(format!(
+                "PETRI_EXEC_TIMEOUT_SECONDS ({}) must be between 1 and PETRI_EXEC_TIMEOUT_MAX_SECONDS ({})",
+                self.exec_timeout_seconds, self.exec_timeout_max_seconds
+            ));
+        }
+        if self.sweep_interval_seconds == 0 {
+            return Err("PETRI_SWEEP_INTERVAL_SECONDS must be at least 1".into());
+        }
+        let mut config = EngineConfig::with_root(self.root()?);
+        config.sandbox_ttl = Duration::from_secs(self.sandbox_ttl_seconds);
+        config.sweep_interval = Duration::from_secs(self.sweep_interval_seconds);
+        config.exec_timeout_default = Duration::from_secs(self.exec_timeout_seconds);
+        config.exec_timeout_max = Duration::from_secs(self.exec_timeout_max_seconds);
+        config.output_max_bytes = self.output_max_mb * MIB;
+        config.log_max_bytes = self.log_max_mb * MIB;
+        config.upload_max_bytes = self.max_upload_mb * MIB;
+        config.zip_max_entries = self.zip_max_entries;
+        config.zip_max_bytes = self.zip_max_mb * MIB;
+        config.default_limits = Limits {
+            memory_bytes: self.memory_mb * MIB,
+            pids: self.pids_max,
+            cpu_millis: cpu_millis(self.cpus)?,
+        };
+        config.max_limits = Limits {
+            memory_bytes: self.max_memory_mb * MIB,
+            pids: self.max_pids,
+            cpu_millis: cpu_millis(self.max_cpus)?,
+        };
+        config.exec_queue_max = self.exec_queue_max;
+        Ok(config)
+    }
+}

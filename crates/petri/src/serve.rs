@@ -1,0 +1,116 @@
+//! `petri serve`: wire the backend, engine and HTTP layer together and run until a signal.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use petri_api::{AppState, router};
+use petri_engine::Engine;
+use petri_sandbox::{Backend, BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
+
+use crate::config::ServeArgs;
+
+/// The default CA bundle, passed to sandboxes when the server's environment names none.
+const DEFAULT_CA_FILE: &str = "/etc/ssl/certs/ca-certificates.crt";
+
+/// CA bundle variables for sandboxes: the server's own values where they point under `/etc`
+/// (the only host tree sandboxes see), else the system bundle.
+fn ca_environment() -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = CA_VARIABLES
+        .iter()
+        .filter_map(|key| {
+            let value = std::env::var(key).ok()?;
+            (value.starts_with("/etc/") || value.starts_with("/usr/")).then(|| (key.to_string(), value))
+        })
+        .collect();
+    if env.is_empty() && std::path::Path::new(DEFAULT_CA_FILE).exists() {
+        env = CA_VARIABLES
+            .iter()
+            .filter(|key| **key != "SSL_CERT_DIR")
+            .map(|key| (key.to_string(), DEFAULT_CA_FILE.to_string()))
+            .collect();
+    }
+    env
+}
+
+fn build_backend(args: &ServeArgs, runtime_dir: std::path::PathBuf) -> Result<Arc<dyn Backend>, String> {
+    let cgroups = if args.disable_cgroups {
+        Cgroups::unavailable("disabled by PETRI_DISABLE_CGROUPS")
+    } else {
+        let own = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+        Cgroups::detect(std::path::Path::new("/sys/fs/cgroup"), &own)
+    };
+    if let petri_sandbox::CgroupMode::Unavailable { reason } = cgroups.mode() {
+        tracing::warn!(%reason, "limits degraded: no writable cgroup, falling back to rlimits");
+    }
+    let backend = BwrapBackend::new(BwrapConfig {
+        binary: args.bwrap.clone(),
+        runtime_dir,
+        tmp_size_bytes: args.tmp_mb << 20,
+        extra_ro_paths: args.extra_ro_paths.clone(),
+        base_env: ca_environment(),
+        cgroups,
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(Arc::new(backend))
+}
+
+pub fn run(args: ServeArgs) -> Result<(), String> {
+    let config = args.engine_config()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    runtime.block_on(async move {
+        let backend = build_backend(&args, config.runtime_dir())?;
+        let engine = Engine::start(config, backend).map_err(|e| e.to_string())?;
+        let listener = tokio::net::TcpListener::bind(args.bind)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;
+        let listen = listener
+            .local_addr()
+            .map_err(|e| format!("cannot read the listening address: {e}"))?;
+        let info = engine.info();
+        let limits = info.default_limits;
+        // The one line an operator (and the test harness) reads to know where we are.
+        println!(
+            "petri listening on http://{listen} | isolation: {} {} ({} namespaces, network {}) | limits: {}{} memory={}MiB pids={} cpus={} timeout={}s | root: {}",
+            info.isolation.backend,
+            info.isolation.version,
+            info.isolation.namespaces.join("+"),
+            info.isolation.network,
+            info.isolation.limits_mode,
+            if info.isolation.limits_degraded { " (limits degraded)" } else { "" },
+            limits.memory_bytes >> 20,
+            limits.pids,
+            limits.cpu_millis as f64 / 1000.0,
+            info.exec_timeout_seconds,
+            info.workspace_root,
+        );
+        engine.spawn_sweeper();
+        let state = AppState {
+            engine: engine.clone(),
+            keepalive: Duration::from_secs(args.keepalive_seconds.max(1)),
+            listen: listen.to_string(),
+        };
+        let shutdown_engine = engine.clone();
+        let serve = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down: stopping running execs");
+            // Kill running execs first so their streams can end with `done`.
+            tokio::spawn(async move { shutdown_engine.shutdown().await });
+        });
+        serve.await.map_err(|e| format!("server error: {e}"))?;
+        engine.shutdown().await;
+        Ok(())
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("installing a SIGTERM handler cannot fail");
+    tokio::select! {
+        _ = ctrl_c => {}
+        _ = term.recv() => {}
+    }
+}
