@@ -7,6 +7,7 @@
 
 use std::ffi::OsString;
 use std::fs;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
@@ -246,6 +247,22 @@ fn base_args(config: &BwrapConfig, host_root: &Path) -> Vec<OsString> {
     args
 }
 
+/// A pipe holding `args` NUL-separated, for `bwrap --args FD`. The whole list (a few KiB)
+/// fits in the pipe buffer, so it is written before bubblewrap starts reading.
+fn args_pipe(args: &[OsString]) -> std::io::Result<OwnedFd> {
+    use std::io::Write;
+    use std::os::unix::ffi::OsStrExt;
+    let mut bytes = Vec::new();
+    for arg in args {
+        bytes.extend_from_slice(arg.as_bytes());
+        bytes.push(0);
+    }
+    let (reader, mut writer) = std::io::pipe()?;
+    writer.write_all(&bytes)?;
+    drop(writer);
+    Ok(reader.into())
+}
+
 /// The workspace bind and working directory, then the final read-only remount of `/`.
 fn workspace_args(workspace: &Path) -> Vec<OsString> {
     vec![
@@ -288,12 +305,16 @@ impl Backend for BwrapBackend {
         // One pipe for stdout and stderr keeps their relative order, as a terminal shows it.
         let (reader, writer) = std::io::pipe().map_err(spawn_err)?;
         let stderr = writer.try_clone().map_err(spawn_err)?;
+        // The sandbox setup goes through `--args FD` rather than argv: argv stays visible in
+        // the sandbox as /proc/1/cmdline and would reveal host paths.
+        let mut setup: Vec<OsString> = self.base_args.clone();
+        setup.extend(exec.env.iter().flat_map(|(k, v)| ["--setenv".into(), k.into(), v.into()]));
+        setup.extend(workspace_args(&sandbox.workspace));
+        let args_fd = args_pipe(&setup).map_err(spawn_err)?;
+        let args_fd_number = args_fd.as_raw_fd().to_string();
         let mut command = tokio::process::Command::new(&self.config.binary);
         command
-            .args(&self.base_args)
-            .args(exec.env.iter().flat_map(|(k, v)| ["--setenv", k, v]))
-            .args(workspace_args(&sandbox.workspace))
-            .args(["/bin/sh", "-c", &exec.command])
+            .args(["--args", &args_fd_number, "/bin/sh", "-c", &exec.command])
             .env_clear()
             .stdin(Stdio::null())
             .stdout(writer)
@@ -304,7 +325,7 @@ impl Backend for BwrapBackend {
             ChildSetup {
                 cgroup_procs,
                 rlimits: self.rlimits(sandbox),
-                inherit: Vec::new(),
+                inherit: vec![args_fd],
             },
         );
         let child = command.spawn().map_err(spawn_err)?;

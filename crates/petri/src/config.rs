@@ -80,7 +80,7 @@ pub struct ServeArgs {
     #[arg(long, env = "PETRI_EXTRA_RO_PATHS", value_delimiter = ':')]
     pub extra_ro_paths: Vec<PathBuf>,
     /// Use per-process rlimits even where cgroups are writable.
-    #[arg(long, env = "PETRI_DISABLE_CGROUPS", default_value_t = false)]
+    #[arg(long, env = "PETRI_DISABLE_CGROUPS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub disable_cgroups: bool,
 }
 
