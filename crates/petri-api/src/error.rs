@@ -13,8 +13,9 @@ use serde_json::{Value, json};
 pub struct ApiError {
     status: StatusCode,
     code: &'static str,
-    detail: Value,
-    extra: Option<(&'static str, Value)>,
+    /// Boxed: error values travel through every handler's `Result`.
+    detail: Box<Value>,
+    extra: Option<Box<(&'static str, Value)>>,
 }
 
 impl ApiError {
@@ -22,7 +23,7 @@ impl ApiError {
         Self {
             status,
             code,
-            detail: Value::String(detail.into()),
+            detail: Box::new(Value::String(detail.into())),
             extra: None,
         }
     }
@@ -32,7 +33,9 @@ impl ApiError {
         Self {
             status: StatusCode::UNPROCESSABLE_ENTITY,
             code: "validation_error",
-            detail: json!([{ "type": kind, "loc": loc, "msg": msg.into(), "input": input }]),
+            detail: Box::new(
+                json!([{ "type": kind, "loc": loc, "msg": msg.into(), "input": input }]),
+            ),
             extra: None,
         }
     }
@@ -42,7 +45,7 @@ impl ApiError {
     }
 
     fn with(mut self, key: &'static str, value: Value) -> Self {
-        self.extra = Some((key, value));
+        self.extra = Some(Box::new((key, value)));
         self
     }
 }
@@ -50,7 +53,8 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut body = json!({ "detail": self.detail, "code": self.code });
-        if let Some((key, value)) = self.extra {
+        if let Some(extra) = self.extra {
+            let (key, value) = *extra;
             body[key] = value;
         }
         (self.status, Json(body)).into_response()
@@ -62,23 +66,38 @@ impl From<EngineError> for ApiError {
         use StatusCode as S;
         let message = error.to_string();
         match error {
-            EngineError::SandboxNotFound { .. } => Self::new(S::NOT_FOUND, "sandbox_not_found", message),
+            EngineError::SandboxNotFound { .. } => {
+                Self::new(S::NOT_FOUND, "sandbox_not_found", message)
+            }
             EngineError::RunNotFound { .. } => Self::new(S::NOT_FOUND, "run_not_found", message),
             EngineError::PathNotFound { .. } => Self::new(S::NOT_FOUND, "path_not_found", message),
             EngineError::UnsupportedLanguage { supported, .. } => {
                 Self::new(S::UNPROCESSABLE_ENTITY, "unsupported_language", message)
                     .with("supported", json!(supported))
             }
-            EngineError::InvalidInput { .. } => Self::new(S::UNPROCESSABLE_ENTITY, "invalid_input", message),
+            EngineError::InvalidInput { .. } => {
+                Self::new(S::UNPROCESSABLE_ENTITY, "invalid_input", message)
+            }
             EngineError::InvalidPath { .. } => Self::new(S::BAD_REQUEST, "invalid_path", message),
             EngineError::InvalidZip { .. } => Self::new(S::BAD_REQUEST, "invalid_zip", message),
             EngineError::TooLarge { .. } => Self::new(S::PAYLOAD_TOO_LARGE, "too_large", message),
-            EngineError::SandboxBusy { .. } => Self::new(S::TOO_MANY_REQUESTS, "sandbox_busy", message),
+            EngineError::SandboxBusy { .. } => {
+                Self::new(S::TOO_MANY_REQUESTS, "sandbox_busy", message)
+            }
             EngineError::OutputEvicted { .. } => Self::new(S::GONE, "output_evicted", message),
-            EngineError::ShuttingDown => Self::new(S::SERVICE_UNAVAILABLE, "shutting_down", message),
-            EngineError::Store(_) | EngineError::Sandbox(_) | EngineError::Io { .. } | EngineError::Task(_) => {
+            EngineError::ShuttingDown => {
+                Self::new(S::SERVICE_UNAVAILABLE, "shutting_down", message)
+            }
+            EngineError::Store(_)
+            | EngineError::Sandbox(_)
+            | EngineError::Io { .. }
+            | EngineError::Task(_) => {
                 tracing::error!(error = %message, "internal error");
-                Self::new(S::INTERNAL_SERVER_ERROR, "internal_error", "Internal Server Error")
+                Self::new(
+                    S::INTERNAL_SERVER_ERROR,
+                    "internal_error",
+                    "Internal Server Error",
+                )
             }
         }
     }

@@ -22,26 +22,46 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(request, state).await.map_err(|rejection| {
-            let status = rejection.status();
-            if status == StatusCode::PAYLOAD_TOO_LARGE {
-                ApiError::new(status, "too_large", "request body is too large")
-            } else {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_body", rejection.body_text())
-            }
-        })?;
+        let bytes = Bytes::from_request(request, state)
+            .await
+            .map_err(|rejection| {
+                let status = rejection.status();
+                if status == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError::new(status, "too_large", "request body is too large")
+                } else {
+                    ApiError::new(
+                        StatusCode::BAD_REQUEST,
+                        "invalid_body",
+                        rejection.body_text(),
+                    )
+                }
+            })?;
         let raw: Value = if bytes.iter().all(u8::is_ascii_whitespace) {
             Value::Object(Default::default())
         } else {
             serde_json::from_slice(&bytes).map_err(|e| {
-                ApiError::new(StatusCode::BAD_REQUEST, "invalid_json", format!("request body is not valid JSON: {e}"))
+                ApiError::new(
+                    StatusCode::BAD_REQUEST,
+                    "invalid_json",
+                    format!("request body is not valid JSON: {e}"),
+                )
             })?
         };
         let Value::Object(map) = raw else {
-            return Err(ApiError::validation(&["body"], "model_attributes_type", "Input should be a JSON object", raw));
+            return Err(ApiError::validation(
+                &["body"],
+                "model_attributes_type",
+                "Input should be a JSON object",
+                raw,
+            ));
         };
         let value = serde_json::from_value(Value::Object(map.clone())).map_err(|e| {
-            ApiError::validation(&["body"], "invalid", e.to_string(), Value::Object(map.clone()))
+            ApiError::validation(
+                &["body"],
+                "invalid",
+                e.to_string(),
+                Value::Object(map.clone()),
+            )
         })?;
         Ok(Self { value, raw: map })
     }
@@ -59,9 +79,17 @@ pub async fn next_field(multipart: &mut Multipart) -> Result<Option<Field<'_>>, 
 
 pub(crate) fn multipart_error(error: axum::extract::multipart::MultipartError) -> ApiError {
     if error.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", "upload exceeds PETRI_MAX_UPLOAD_MB")
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "too_large",
+            "upload exceeds PETRI_MAX_UPLOAD_MB",
+        )
     } else {
-        ApiError::new(StatusCode::BAD_REQUEST, "invalid_multipart", format!("malformed multipart body: {}", error.body_text()))
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_multipart",
+            format!("malformed multipart body: {}", error.body_text()),
+        )
     }
 }
 

@@ -40,16 +40,28 @@ pub fn router(state: AppState) -> Router {
         .unwrap_or(usize::MAX)
         .saturating_add(MULTIPART_OVERHEAD);
     let uploads = Router::new()
-        .route("/v1/sandboxes/{id}/files", post(routes::files::upload_file).get(routes::files::list))
+        .route(
+            "/v1/sandboxes/{id}/files",
+            post(routes::files::upload_file).get(routes::files::list),
+        )
         .route("/v1/sandboxes/{id}/upload", post(routes::files::upload_zip))
         .layer(DefaultBodyLimit::max(upload_limit));
     Router::new()
         .route("/health", get(routes::status::health))
         .route("/v1/metrics", get(routes::status::metrics))
-        .route("/v1/sandboxes", post(routes::sandboxes::create).get(routes::sandboxes::list))
+        .route(
+            "/v1/sandboxes",
+            post(routes::sandboxes::create).get(routes::sandboxes::list),
+        )
         .route("/v1/sandboxes/active", get(routes::sandboxes::active))
-        .route("/v1/sandboxes/{id}", get(routes::sandboxes::get).delete(routes::sandboxes::delete))
-        .route("/v1/sandboxes/{id}/files/{*path}", get(routes::files::download))
+        .route(
+            "/v1/sandboxes/{id}",
+            get(routes::sandboxes::get).delete(routes::sandboxes::delete),
+        )
+        .route(
+            "/v1/sandboxes/{id}/files/{*path}",
+            get(routes::files::download),
+        )
         .route("/v1/sandboxes/{id}/exec", post(routes::exec::exec))
         .route("/v1/sandboxes/{id}/runs", get(routes::runs::for_sandbox))
         .route("/v1/runs/{run_id}", get(routes::runs::get))
@@ -59,7 +71,11 @@ pub fn router(state: AppState) -> Router {
         .merge(uploads)
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async {
-            ApiError::new(axum::http::StatusCode::METHOD_NOT_ALLOWED, "method_not_allowed", "Method Not Allowed")
+            ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "Method Not Allowed",
+            )
         })
         .with_state(state)
 }

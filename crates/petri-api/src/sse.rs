@@ -73,7 +73,10 @@ pub fn response(stream: ExecStream, format: OutputFormat, keepalive: Duration) -
     });
     let mut response = Body::from_stream(frames).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
@@ -89,8 +92,14 @@ mod tests {
 
     #[test]
     fn frames_match_v0_11_bytes() {
-        assert_eq!(output_frame("hello\n", OutputFormat::Raw), "event: output\ndata: hello\n\n\n");
-        assert_eq!(output_frame("c", OutputFormat::Raw), "event: output\ndata: c\n\n");
+        assert_eq!(
+            output_frame("hello\n", OutputFormat::Raw),
+            "event: output\ndata: hello\n\n\n"
+        );
+        assert_eq!(
+            output_frame("c", OutputFormat::Raw),
+            "event: output\ndata: c\n\n"
+        );
         assert_eq!(
             output_frame("say \"hi\" é\n", OutputFormat::Json),
             "event: output\ndata: {\"type\": \"output\", \"data\": \"say \\\"hi\\\" \\u00e9\"}\n\n"

@@ -1,8 +1,8 @@
 //! JSON shapes of sandboxes and runs. The v0.11 keys come first and keep their meaning;
 //! the rest are additions old clients ignore.
 
-use petri_engine::SandboxView;
 use petri_engine::RunRecord;
+use petri_engine::SandboxView;
 use serde_json::{Value, json};
 
 pub(crate) fn sandbox(view: &SandboxView) -> Value {

@@ -58,7 +58,12 @@ mod tests {
         assert!(is_sandbox_id(&sb), "{sb}");
         assert!(is_run_id(&new_run_id()));
         assert_ne!(new_sandbox_id(), sb);
-        for bad in ["sb_", "sb_../../etc", "sb_ABCDEF0123456789abcdef0123456789", "run_x"] {
+        for bad in [
+            "sb_",
+            "sb_../../etc",
+            "sb_ABCDEF0123456789abcdef0123456789",
+            "run_x",
+        ] {
             assert!(!is_sandbox_id(bad), "{bad}");
         }
     }

@@ -26,6 +26,9 @@ mod tests {
     fn accepts_supported_case_insensitively_and_lists_them_otherwise() {
         assert_eq!(parse_language("Python ").unwrap(), "python");
         let err = parse_language("rust").unwrap_err().to_string();
-        assert_eq!(err, "unsupported language \"rust\"; supported: python, node, go, java");
+        assert_eq!(
+            err,
+            "unsupported language \"rust\"; supported: python, node, go, java"
+        );
     }
 }

@@ -47,6 +47,14 @@ pub struct CreateSandbox {
     pub cpus: Option<f64>,
 }
 
+/// Limits a client asked for at create, validated.
+#[derive(Debug, Clone, Copy)]
+struct RequestedLimits {
+    memory_mb: Option<u64>,
+    pids: Option<u64>,
+    cpu_millis: Option<u64>,
+}
+
 /// A sandbox as clients see it: its record plus live state.
 #[derive(Debug, Clone)]
 pub struct SandboxView {
@@ -119,16 +127,18 @@ impl Engine {
     }
 
     pub(crate) fn ttl_from(&self, from: DateTime<Utc>) -> String {
-        let ttl = chrono::Duration::from_std(self.config.sandbox_ttl).unwrap_or(chrono::Duration::MAX);
-        format_time(from.checked_add_signed(ttl).unwrap_or(DateTime::<Utc>::MAX_UTC))
+        let ttl =
+            chrono::Duration::from_std(self.config.sandbox_ttl).unwrap_or(chrono::Duration::MAX);
+        format_time(
+            from.checked_add_signed(ttl)
+                .unwrap_or(DateTime::<Utc>::MAX_UTC),
+        )
     }
 
     pub(crate) fn limits_of(&self, record: &SandboxRecord) -> Limits {
         let default = self.config.default_limits;
         Limits {
-            memory_bytes: record
-                .memory_mb
-                .map_or(default.memory_bytes, |mb| mb << 20),
+            memory_bytes: record.memory_mb.map_or(default.memory_bytes, |mb| mb << 20),
             pids: record.pids_max.unwrap_or(default.pids),
             cpu_millis: record.cpu_millis.unwrap_or(default.cpu_millis),
         }
@@ -170,43 +180,58 @@ impl Engine {
         &self.config
     }
 
-    fn validate_limits(&self, request: &CreateSandbox) -> Result<(Option<u64>, Option<u64>, Option<u64>), EngineError> {
+    /// Checks client-requested limits against the server maximums; `None` keeps the default.
+    fn validate_limits(&self, request: &CreateSandbox) -> Result<RequestedLimits, EngineError> {
         let max = self.config.max_limits;
         let max_mb = max.memory_bytes >> 20;
-        if let Some(mb) = request.memory_mb {
-            if !(16..=max_mb).contains(&mb) {
-                return Err(invalid("memory_mb", format!("must be between 16 and {max_mb}")));
-            }
+        if let Some(mb) = request.memory_mb
+            && !(16..=max_mb).contains(&mb)
+        {
+            return Err(invalid(
+                "memory_mb",
+                format!("must be between 16 and {max_mb}"),
+            ));
         }
-        if let Some(pids) = request.pids {
-            if !(8..=max.pids).contains(&pids) {
-                return Err(invalid("pids", format!("must be between 8 and {}", max.pids)));
-            }
+        if let Some(pids) = request.pids
+            && !(8..=max.pids).contains(&pids)
+        {
+            return Err(invalid(
+                "pids",
+                format!("must be between 8 and {}", max.pids),
+            ));
         }
+        let max_cores = max.cpu_millis as f64 / 1000.0;
         let cpu_millis = match request.cpus {
             None => None,
-            Some(cpus) if cpus.is_finite() && cpus >= 0.05 && cpus * 1000.0 <= max.cpu_millis as f64 => {
+            Some(cpus) if cpus.is_finite() && (0.05..=max_cores).contains(&cpus) => {
                 Some((cpus * 1000.0).round() as u64)
             }
             Some(_) => {
                 return Err(invalid(
                     "cpus",
-                    format!("must be between 0.05 and {}", max.cpu_millis as f64 / 1000.0),
+                    format!("must be between 0.05 and {max_cores}"),
                 ));
             }
         };
-        Ok((request.memory_mb, request.pids, cpu_millis))
+        Ok(RequestedLimits {
+            memory_mb: request.memory_mb,
+            pids: request.pids,
+            cpu_millis,
+        })
     }
 
     /// Creates a sandbox and its empty workspace.
     pub async fn create_sandbox(&self, request: CreateSandbox) -> Result<SandboxView, EngineError> {
         let language = language::parse_language(&request.language)?;
-        for (field, value) in [("agent", request.agent.as_deref().unwrap_or("")), ("created_by", &request.created_by)] {
+        for (field, value) in [
+            ("agent", request.agent.as_deref().unwrap_or("")),
+            ("created_by", &request.created_by),
+        ] {
             if value.chars().count() > 256 {
                 return Err(invalid(field, "must be at most 256 characters"));
             }
         }
-        let (memory_mb, pids_max, cpu_millis) = self.validate_limits(&request)?;
+        let limits = self.validate_limits(&request)?;
         let id = ids::new_sandbox_id();
         let created = now();
         self.workspaces.create(&id)?;
@@ -217,9 +242,9 @@ impl Engine {
             created_by: request.created_by,
             created_at: format_time(created),
             expires_at: self.ttl_from(created),
-            memory_mb,
-            pids_max,
-            cpu_millis,
+            memory_mb: limits.memory_mb,
+            pids_max: limits.pids,
+            cpu_millis: limits.cpu_millis,
         };
         let lookup = id.clone();
         let inserted = self
@@ -264,15 +289,23 @@ impl Engine {
     }
 
     /// Every sandbox, deleted ones included, newest first.
-    pub async fn list_sandboxes(&self, limit: u64, offset: u64) -> Result<Vec<SandboxView>, EngineError> {
-        let records = self.db(move |store| store.list_sandboxes(limit, offset)).await?;
+    pub async fn list_sandboxes(
+        &self,
+        limit: u64,
+        offset: u64,
+    ) -> Result<Vec<SandboxView>, EngineError> {
+        let records = self
+            .db(move |store| store.list_sandboxes(limit, offset))
+            .await?;
         Ok(records.into_iter().map(|r| self.view(r)).collect())
     }
 
     /// Sandboxes that are neither deleted nor expired, newest first.
     pub async fn list_active(&self) -> Result<Vec<SandboxView>, EngineError> {
         let now = format_time(now());
-        let records = self.db(move |store| store.list_live_sandboxes(&now)).await?;
+        let records = self
+            .db(move |store| store.list_live_sandboxes(&now))
+            .await?;
         Ok(records.into_iter().map(|r| self.view(r)).collect())
     }
 
@@ -280,7 +313,8 @@ impl Engine {
     async fn touch(&self, id: &str) -> Result<(), EngineError> {
         let at = now();
         let (id, now, expires) = (id.to_string(), format_time(at), self.ttl_from(at));
-        self.db(move |store| store.touch_sandbox(&id, &now, &expires, false)).await
+        self.db(move |store| store.touch_sandbox(&id, &now, &expires, false))
+            .await
     }
 
     /// Writes one uploaded file at `filename` (nested paths create directories).
@@ -316,9 +350,16 @@ impl Engine {
     }
 
     /// Lists the workspace (or the directory `path` of it).
-    pub async fn list_files(&self, id: &str, path: Option<&str>) -> Result<Vec<FileEntry>, EngineError> {
+    pub async fn list_files(
+        &self,
+        id: &str,
+        path: Option<&str>,
+    ) -> Result<Vec<FileEntry>, EngineError> {
         self.live_record(id).await?;
-        let path = path.filter(|p| !p.is_empty()).map(RelPath::parse).transpose()?;
+        let path = path
+            .filter(|p| !p.is_empty())
+            .map(RelPath::parse)
+            .transpose()?;
         let workspaces = self.workspaces.clone();
         let id = id.to_string();
         tokio::task::spawn_blocking(move || workspaces.list(&id, path.as_ref()))
@@ -339,7 +380,11 @@ impl Engine {
 
     /// Starts a command. Errors come back before any output; afterwards the stream always
     /// ends with one `done`, and the command runs to completion even if the stream is dropped.
-    pub async fn exec(self: &Arc<Self>, id: &str, request: ExecRequest) -> Result<ExecStream, EngineError> {
+    pub async fn exec(
+        self: &Arc<Self>,
+        id: &str,
+        request: ExecRequest,
+    ) -> Result<ExecStream, EngineError> {
         if self.shutdown.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
@@ -357,7 +402,12 @@ impl Engine {
         let timeout = match request.timeout_seconds {
             None => self.config.exec_timeout_default,
             Some(secs) if (1..=max).contains(&secs) => std::time::Duration::from_secs(secs),
-            Some(_) => return Err(invalid("timeout", format!("must be between 1 and {max} seconds"))),
+            Some(_) => {
+                return Err(invalid(
+                    "timeout",
+                    format!("must be between 1 and {max} seconds"),
+                ));
+            }
         };
         let slot = self.slots.get_or_create(id);
         let queued = slot.waiting.load(std::sync::atomic::Ordering::SeqCst);
@@ -393,12 +443,16 @@ impl Engine {
 
     /// One run.
     pub async fn run(&self, run_id: &str) -> Result<RunRecord, EngineError> {
-        let missing = || EngineError::RunNotFound { id: run_id.to_string() };
+        let missing = || EngineError::RunNotFound {
+            id: run_id.to_string(),
+        };
         if !is_run_id(run_id) {
             return Err(missing());
         }
         let lookup = run_id.to_string();
-        self.db(move |store| store.run(&lookup)).await?.ok_or_else(missing)
+        self.db(move |store| store.run(&lookup))
+            .await?
+            .ok_or_else(missing)
     }
 
     /// A run's stored output (partial while it runs).

@@ -27,7 +27,10 @@ fn private_dir(path: &std::path::Path) -> Result<(), EngineError> {
 impl Engine {
     /// Prepares the state directory, opens the registry and recovers from a previous crash:
     /// runs left open become `interrupted`, deleted sandboxes' leftovers are freed.
-    pub fn start(config: EngineConfig, backend: Arc<dyn Backend>) -> Result<Arc<Self>, EngineError> {
+    pub fn start(
+        config: EngineConfig,
+        backend: Arc<dyn Backend>,
+    ) -> Result<Arc<Self>, EngineError> {
         // Only the server may read the registry, logs and workspaces.
         for dir in [
             config.root.clone(),
@@ -82,7 +85,10 @@ impl Engine {
             self.store.complete_run(run_id, &outcome)?;
         }
         if !open.is_empty() {
-            tracing::warn!(runs = open.len(), "marked runs left open by a previous server as interrupted");
+            tracing::warn!(
+                runs = open.len(),
+                "marked runs left open by a previous server as interrupted"
+            );
         }
         for id in self.store.deleted_sandbox_ids()? {
             if self.workspaces.exists(&id) {
@@ -105,7 +111,11 @@ impl Engine {
 
     /// Soft-deletes with `status`, kills running and queued execs, frees the workspace.
     /// History rows stay. Returns false when the sandbox was already gone.
-    async fn retire(self: &Arc<Self>, id: &str, status: SandboxStatus) -> Result<bool, EngineError> {
+    async fn retire(
+        self: &Arc<Self>,
+        id: &str,
+        status: SandboxStatus,
+    ) -> Result<bool, EngineError> {
         let (lookup, at) = (id.to_string(), format_time(now()));
         let changed = self
             .db(move |store| store.soft_delete_sandbox(&lookup, status, &at))
@@ -183,7 +193,10 @@ impl Engine {
     pub async fn shutdown(&self) {
         self.shutdown.cancel();
         self.tasks.close();
-        if tokio::time::timeout(SHUTDOWN_GRACE, self.tasks.wait()).await.is_err() {
+        if tokio::time::timeout(SHUTDOWN_GRACE, self.tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("some exec tasks did not finish within the shutdown grace period");
         }
     }

@@ -32,8 +32,9 @@ impl RunLogs {
     }
 
     pub fn create(&self, run_id: &str) -> Result<File, EngineError> {
-        File::create(self.path(run_id))
-            .map_err(EngineError::io(format!("cannot create output log of {run_id}")))
+        File::create(self.path(run_id)).map_err(EngineError::io(format!(
+            "cannot create output log of {run_id}"
+        )))
     }
 
     /// Size of a run's output on disk (0 when missing).

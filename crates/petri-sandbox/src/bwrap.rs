@@ -15,9 +15,7 @@ use rustix::process::Resource;
 
 use crate::cgroup::{Cgroups, OomWatch};
 use crate::sys::{ChildSetup, install};
-use crate::{
-    Backend, BackendInfo, ExecSpec, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec,
-};
+use crate::{Backend, BackendInfo, ExecSpec, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec};
 
 /// The uid and gid sandboxed code runs as, inside its user namespace.
 const SANDBOX_UID: u32 = 1000;
@@ -98,13 +96,28 @@ impl BwrapBackend {
         let out = std::process::Command::new(&config.binary)
             .arg("--version")
             .output()
-            .map_err(|e| unavailable(format!("cannot run it: {e} (install the bubblewrap package)")))?;
+            .map_err(|e| {
+                unavailable(format!(
+                    "cannot run it: {e} (install the bubblewrap package)"
+                ))
+            })?;
         let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
         fs::create_dir_all(&config.runtime_dir).map_err(runtime_err(&config.runtime_dir))?;
         let files = [
-            ("passwd", format!("sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:{SANDBOX_MOUNT}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n")),
-            ("group", format!("sandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n")),
-            ("hosts", "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n".to_string()),
+            (
+                "passwd",
+                format!(
+                    "sandbox:x:{SANDBOX_UID}:{SANDBOX_UID}:sandbox:{SANDBOX_MOUNT}:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+                ),
+            ),
+            (
+                "group",
+                format!("sandbox:x:{SANDBOX_UID}:\nnogroup:x:65534:\n"),
+            ),
+            (
+                "hosts",
+                "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n".to_string(),
+            ),
         ];
         for (name, content) in files {
             let path = config.runtime_dir.join(name);
@@ -145,7 +158,10 @@ impl BwrapBackend {
 
     fn rlimits(&self, sandbox: &SandboxSpec) -> Vec<(Resource, u64)> {
         let mut limits = vec![(Resource::Core, 0)];
-        if matches!(self.config.cgroups.mode(), crate::CgroupMode::Unavailable { .. }) {
+        if matches!(
+            self.config.cgroups.mode(),
+            crate::CgroupMode::Unavailable { .. }
+        ) {
             // Degraded mode: per-process data size and a per-uid process count are the best
             // the kernel offers without a cgroup.
             limits.push((Resource::Data, sandbox.limits.memory_bytes));
@@ -308,7 +324,11 @@ impl Backend for BwrapBackend {
         // The sandbox setup goes through `--args FD` rather than argv: argv stays visible in
         // the sandbox as /proc/1/cmdline and would reveal host paths.
         let mut setup: Vec<OsString> = self.base_args.clone();
-        setup.extend(exec.env.iter().flat_map(|(k, v)| ["--setenv".into(), k.into(), v.into()]));
+        setup.extend(
+            exec.env
+                .iter()
+                .flat_map(|(k, v)| ["--setenv".into(), k.into(), v.into()]),
+        );
         setup.extend(workspace_args(&sandbox.workspace));
         let args_fd = args_pipe(&setup).map_err(spawn_err)?;
         let args_fd_number = args_fd.as_raw_fd().to_string();
@@ -332,8 +352,8 @@ impl Backend for BwrapBackend {
         // Dropping the command closes our copies of the write end, so the reader sees EOF
         // once the sandbox's processes are gone.
         drop(command);
-        let output = tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into())
-            .map_err(spawn_err)?;
+        let output =
+            tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(spawn_err)?;
         Ok(Process::new(child, output, oom))
     }
 
@@ -392,7 +412,10 @@ mod tests {
         ] {
             assert!(args.contains(expected), "missing {expected:?} in {args}");
         }
-        assert!(!args.contains("/sys"), "host /sys must never be exposed: {args}");
+        assert!(
+            !args.contains("/sys"),
+            "host /sys must never be exposed: {args}"
+        );
         assert!(!args.contains("--share-net"));
         assert!(!args.contains("--ro-bind-try /etc/shadow"));
     }

@@ -120,12 +120,14 @@ impl Cgroups {
                 let procs = leaf.join("cgroup.procs");
                 fs::write(&procs, "0").map_err(|e| fail("join", &procs, e))?;
             }
-            fs::write(&subtree, V2_CONTROLLERS).map_err(|e| fail("enable controllers in", &subtree, e))?;
+            fs::write(&subtree, V2_CONTROLLERS)
+                .map_err(|e| fail("enable controllers in", &subtree, e))?;
         }
         let parent = own.join(GROUP_NAME);
         fs::create_dir_all(&parent).map_err(|e| fail("create", &parent, e))?;
         let nested = parent.join("cgroup.subtree_control");
-        fs::write(&nested, V2_CONTROLLERS).map_err(|e| fail("enable controllers in", &nested, e))?;
+        fs::write(&nested, V2_CONTROLLERS)
+            .map_err(|e| fail("enable controllers in", &nested, e))?;
         Ok(CgroupMode::V2 { parent })
     }
 
@@ -209,7 +211,10 @@ impl Cgroups {
     /// Kills every process in the sandbox's cgroups and removes them.
     pub(crate) fn destroy(&self, sandbox_id: &str) -> Result<(), SandboxError> {
         let dirs = self.dirs(sandbox_id);
-        let freezer = dirs.iter().find(|(c, _)| c == "freezer").map(|(_, d)| d.clone());
+        let freezer = dirs
+            .iter()
+            .find(|(c, _)| c == "freezer")
+            .map(|(_, d)| d.clone());
         for attempt in 0..50 {
             let mut busy = false;
             if let Some(freezer) = &freezer {
@@ -316,23 +321,31 @@ impl OomWatch {
     }
 
     pub(crate) fn fired(&self) -> bool {
-        self.counter.as_ref().is_some_and(|c| c.read() > self.before)
+        self.counter
+            .as_ref()
+            .is_some_and(|c| c.read() > self.before)
     }
 }
-
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const HYBRID: &str = "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/abc\n1:cpu,cpuacct:/\n0::/\n";
+    const HYBRID: &str =
+        "9:name=systemd:/\n8:pids:/\n4:memory:/process_api/abc\n1:cpu,cpuacct:/\n0::/\n";
 
     #[test]
     fn own_path_reads_v1_and_v2_lines() {
-        assert_eq!(own_path(HYBRID, "memory").as_deref(), Some("process_api/abc"));
+        assert_eq!(
+            own_path(HYBRID, "memory").as_deref(),
+            Some("process_api/abc")
+        );
         assert_eq!(own_path(HYBRID, "cpu").as_deref(), Some(""));
         assert_eq!(own_path(HYBRID, "").as_deref(), Some(""));
-        assert_eq!(own_path("0::/user.slice/x\n", "").as_deref(), Some("user.slice/x"));
+        assert_eq!(
+            own_path("0::/user.slice/x\n", "").as_deref(),
+            Some("user.slice/x")
+        );
         assert_eq!(own_path(HYBRID, "blkio"), None);
     }
 
@@ -357,9 +370,15 @@ mod tests {
         let cg = cgroups.enter("sb_x", &limits).unwrap();
         assert_eq!(cg.procs.len(), 4);
         let mem = root.path().join("memory/process_api/abc/petri/sb_x");
-        assert_eq!(fs::read_to_string(mem.join("memory.limit_in_bytes")).unwrap(), "67108864");
+        assert_eq!(
+            fs::read_to_string(mem.join("memory.limit_in_bytes")).unwrap(),
+            "67108864"
+        );
         let cpu = root.path().join("cpu/petri/sb_x");
-        assert_eq!(fs::read_to_string(cpu.join("cpu.cfs_quota_us")).unwrap(), "50000");
+        assert_eq!(
+            fs::read_to_string(cpu.join("cpu.cfs_quota_us")).unwrap(),
+            "50000"
+        );
         let pids = root.path().join("pids/petri/sb_x");
         assert_eq!(fs::read_to_string(pids.join("pids.max")).unwrap(), "32");
     }
@@ -391,8 +410,14 @@ mod tests {
             cpu_millis: 2000,
         };
         let cg = cgroups.enter("sb_y", &limits).unwrap();
-        assert_eq!(fs::read_to_string(dir.join("memory.max")).unwrap(), "1073741824");
-        assert_eq!(fs::read_to_string(dir.join("cpu.max")).unwrap(), "200000 100000");
+        assert_eq!(
+            fs::read_to_string(dir.join("memory.max")).unwrap(),
+            "1073741824"
+        );
+        assert_eq!(
+            fs::read_to_string(dir.join("cpu.max")).unwrap(),
+            "200000 100000"
+        );
         let (_, watch) = cg.into_parts();
         assert!(!watch.fired());
         fs::write(dir.join("memory.events"), "oom_kill 3\n").unwrap();

@@ -50,9 +50,7 @@ impl Process {
         use std::os::unix::process::ExitStatusExt;
         let status = self.child.wait().await.map_err(SandboxError::Wait)?;
         let signal = status.signal();
-        let code = status
-            .code()
-            .unwrap_or_else(|| 128 + signal.unwrap_or(0));
+        let code = status.code().unwrap_or_else(|| 128 + signal.unwrap_or(0));
         Ok(ExitInfo {
             code,
             signal: signal.or_else(|| (code > 128 && code < 160).then_some(code - 128)),

@@ -90,7 +90,8 @@ impl Store {
 
     /// Most recent runs across all sandboxes, newest first.
     pub fn recent_runs(&self, limit: u64) -> Result<Vec<RunRecord>, StoreError> {
-        let sql = format!("SELECT {COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?1");
+        let sql =
+            format!("SELECT {COLUMNS} FROM runs ORDER BY started_at DESC, rowid DESC LIMIT ?1");
         let conn = self.conn();
         let mut stmt = conn.prepare(&sql)?;
         let rows = stmt.query_map([limit], from_row)?;

@@ -63,7 +63,11 @@ impl Store {
     }
 
     /// All sandboxes (including soft-deleted), newest first.
-    pub fn list_sandboxes(&self, limit: u64, offset: u64) -> Result<Vec<SandboxRecord>, StoreError> {
+    pub fn list_sandboxes(
+        &self,
+        limit: u64,
+        offset: u64,
+    ) -> Result<Vec<SandboxRecord>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM sandboxes ORDER BY created_at DESC, rowid DESC LIMIT ?1 OFFSET ?2"
         );

@@ -50,18 +50,34 @@ fn soft_delete_writes_deleted_at_once() {
         .unwrap();
     assert!(
         store
-            .soft_delete_sandbox("sb_a", SandboxStatus::Expired, "2026-01-01T02:00:00.000000Z")
+            .soft_delete_sandbox(
+                "sb_a",
+                SandboxStatus::Expired,
+                "2026-01-01T02:00:00.000000Z"
+            )
             .unwrap()
     );
     assert!(
         !store
-            .soft_delete_sandbox("sb_a", SandboxStatus::Deleted, "2026-01-01T03:00:00.000000Z")
+            .soft_delete_sandbox(
+                "sb_a",
+                SandboxStatus::Deleted,
+                "2026-01-01T03:00:00.000000Z"
+            )
             .unwrap()
     );
     let record = store.sandbox("sb_a").unwrap().unwrap();
     assert_eq!(record.status, SandboxStatus::Expired);
-    assert_eq!(record.deleted_at.as_deref(), Some("2026-01-01T02:00:00.000000Z"));
-    assert!(store.expired_sandbox_ids("2030-01-01T00:00:00.000000Z").unwrap().is_empty());
+    assert_eq!(
+        record.deleted_at.as_deref(),
+        Some("2026-01-01T02:00:00.000000Z")
+    );
+    assert!(
+        store
+            .expired_sandbox_ids("2030-01-01T00:00:00.000000Z")
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -71,17 +87,32 @@ fn touch_extends_expiry_and_activates() {
         .insert_sandbox(&sandbox("sb_a", None, "2026-01-01T00:00:00.000000Z"))
         .unwrap();
     store
-        .touch_sandbox("sb_a", "2026-01-01T00:30:00.000000Z", "2026-01-01T01:30:00.000000Z", false)
+        .touch_sandbox(
+            "sb_a",
+            "2026-01-01T00:30:00.000000Z",
+            "2026-01-01T01:30:00.000000Z",
+            false,
+        )
         .unwrap();
     let record = store.sandbox("sb_a").unwrap().unwrap();
     assert_eq!(record.status, SandboxStatus::Created);
     assert_eq!(record.expires_at, "2026-01-01T01:30:00.000000Z");
     store
-        .touch_sandbox("sb_a", "2026-01-01T00:31:00.000000Z", "2026-01-01T01:31:00.000000Z", true)
+        .touch_sandbox(
+            "sb_a",
+            "2026-01-01T00:31:00.000000Z",
+            "2026-01-01T01:31:00.000000Z",
+            true,
+        )
         .unwrap();
-    assert_eq!(store.sandbox("sb_a").unwrap().unwrap().status, SandboxStatus::Active);
     assert_eq!(
-        store.expired_sandbox_ids("2026-01-01T01:31:00.000000Z").unwrap(),
+        store.sandbox("sb_a").unwrap().unwrap().status,
+        SandboxStatus::Active
+    );
+    assert_eq!(
+        store
+            .expired_sandbox_ids("2026-01-01T01:31:00.000000Z")
+            .unwrap(),
         vec!["sb_a".to_string()]
     );
 }
@@ -96,11 +127,25 @@ fn lists_are_newest_first_and_live_excludes_deleted() {
         .insert_sandbox(&sandbox("sb_new", None, "2026-01-01T00:00:05.000000Z"))
         .unwrap();
     store
-        .soft_delete_sandbox("sb_old", SandboxStatus::Deleted, "2026-01-01T00:00:06.000000Z")
+        .soft_delete_sandbox(
+            "sb_old",
+            SandboxStatus::Deleted,
+            "2026-01-01T00:00:06.000000Z",
+        )
         .unwrap();
-    let all: Vec<_> = store.list_sandboxes(50, 0).unwrap().into_iter().map(|s| s.id).collect();
+    let all: Vec<_> = store
+        .list_sandboxes(50, 0)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     assert_eq!(all, ["sb_new", "sb_old"]);
-    let page: Vec<_> = store.list_sandboxes(1, 1).unwrap().into_iter().map(|s| s.id).collect();
+    let page: Vec<_> = store
+        .list_sandboxes(1, 1)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
     assert_eq!(page, ["sb_old"]);
     let live: Vec<_> = store
         .list_live_sandboxes("2026-01-01T00:10:00.000000Z")
@@ -117,24 +162,39 @@ fn run_lifecycle_and_retention_bookkeeping() {
     store
         .insert_sandbox(&sandbox("sb_a", None, "2026-01-01T00:00:00.000000Z"))
         .unwrap();
-    store.insert_run(&run("run_1", "sb_a", "2026-01-01T00:00:01.000000Z")).unwrap();
-    store.insert_run(&run("run_2", "sb_a", "2026-01-01T00:00:02.000000Z")).unwrap();
+    store
+        .insert_run(&run("run_1", "sb_a", "2026-01-01T00:00:01.000000Z"))
+        .unwrap();
+    store
+        .insert_run(&run("run_2", "sb_a", "2026-01-01T00:00:02.000000Z"))
+        .unwrap();
     assert_eq!(store.open_run_ids().unwrap().len(), 2);
-    store.complete_run("run_1", &outcome(RunStatus::Succeeded, 0, 10, 100)).unwrap();
+    store
+        .complete_run("run_1", &outcome(RunStatus::Succeeded, 0, 10, 100))
+        .unwrap();
     // A second completion must not overwrite the first.
-    store.complete_run("run_1", &outcome(RunStatus::Failed, 1, 99, 5)).unwrap();
+    store
+        .complete_run("run_1", &outcome(RunStatus::Failed, 1, 99, 5))
+        .unwrap();
     let first = store.run("run_1").unwrap().unwrap();
     assert_eq!(first.status, RunStatus::Succeeded);
     assert_eq!(first.output_bytes, 100);
     assert_eq!(store.retained_output_bytes().unwrap(), 100);
-    store.complete_run("run_2", &outcome(RunStatus::Failed, 2, 20, 50)).unwrap();
+    store
+        .complete_run("run_2", &outcome(RunStatus::Failed, 2, 20, 50))
+        .unwrap();
     assert_eq!(
         store.oldest_retained_outputs(1).unwrap(),
         vec![("run_1".to_string(), 100)]
     );
     store.mark_output_evicted("run_1").unwrap();
     assert_eq!(store.retained_output_bytes().unwrap(), 50);
-    let ids: Vec<_> = store.list_runs("sb_a").unwrap().into_iter().map(|r| r.id).collect();
+    let ids: Vec<_> = store
+        .list_runs("sb_a")
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
     assert_eq!(ids, ["run_2", "run_1"]);
 }
 
@@ -145,13 +205,21 @@ fn metrics_match_v0_11_semantics() {
     assert_eq!(empty.success_rate, None);
     assert_eq!(empty.avg_duration_ms, 0);
     store
-        .insert_sandbox(&sandbox("sb_a", Some("claude-code"), "2026-01-01T00:00:00.000000Z"))
+        .insert_sandbox(&sandbox(
+            "sb_a",
+            Some("claude-code"),
+            "2026-01-01T00:00:00.000000Z",
+        ))
         .unwrap();
     store
         .insert_sandbox(&sandbox("sb_b", None, "2026-01-01T00:00:01.000000Z"))
         .unwrap();
     store
-        .soft_delete_sandbox("sb_b", SandboxStatus::Deleted, "2026-01-01T00:00:02.000000Z")
+        .soft_delete_sandbox(
+            "sb_b",
+            SandboxStatus::Deleted,
+            "2026-01-01T00:00:02.000000Z",
+        )
         .unwrap();
     for (id, sb, status, code, ms) in [
         ("run_1", "sb_a", RunStatus::Succeeded, 0, 10),
@@ -159,11 +227,17 @@ fn metrics_match_v0_11_semantics() {
         ("run_3", "sb_a", RunStatus::Succeeded, 0, 31),
         ("run_4", "sb_b", RunStatus::Failed, 3, 40),
     ] {
-        store.insert_run(&run(id, sb, "2026-01-01T00:00:03.000000Z")).unwrap();
-        store.complete_run(id, &outcome(status, code, ms, 1)).unwrap();
+        store
+            .insert_run(&run(id, sb, "2026-01-01T00:00:03.000000Z"))
+            .unwrap();
+        store
+            .complete_run(id, &outcome(status, code, ms, 1))
+            .unwrap();
     }
     // Still running: not counted.
-    store.insert_run(&run("run_5", "sb_a", "2026-01-01T00:00:04.000000Z")).unwrap();
+    store
+        .insert_run(&run("run_5", "sb_a", "2026-01-01T00:00:04.000000Z"))
+        .unwrap();
     let metrics = store.metrics().unwrap();
     assert_eq!(metrics.sandboxes_active, 1);
     assert_eq!(metrics.sandboxes_total, 2);

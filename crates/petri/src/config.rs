@@ -88,7 +88,9 @@ fn cpu_millis(cores: f64) -> Result<u64, String> {
     if cores.is_finite() && cores > 0.0 {
         Ok((cores * 1000.0).round() as u64)
     } else {
-        Err(format!("CPU limit {cores} must be a positive number of cores"))
+        Err(format!(
+            "CPU limit {cores} must be a positive number of cores"
+        ))
     }
 }
 
@@ -98,12 +100,16 @@ impl ServeArgs {
             Some(root) => Ok(root.clone()),
             None => std::env::var_os("HOME")
                 .map(|home| PathBuf::from(home).join(".petri"))
-                .ok_or_else(|| "HOME is not set; pass --workspace-root or PETRI_WORKSPACE_ROOT".to_string()),
+                .ok_or_else(|| {
+                    "HOME is not set; pass --workspace-root or PETRI_WORKSPACE_ROOT".to_string()
+                }),
         }
     }
 
     pub fn engine_config(&self) -> Result<EngineConfig, String> {
-        if self.exec_timeout_seconds == 0 || self.exec_timeout_seconds > self.exec_timeout_max_seconds {
+        if self.exec_timeout_seconds == 0
+            || self.exec_timeout_seconds > self.exec_timeout_max_seconds
+        {
             return Err(format!(
                 "PETRI_EXEC_TIMEOUT_SECONDS ({}) must be between 1 and PETRI_EXEC_TIMEOUT_MAX_SECONDS ({})",
                 self.exec_timeout_seconds, self.exec_timeout_max_seconds

@@ -7,7 +7,11 @@ mod serve;
 use clap::{Parser, Subcommand};
 
 #[derive(Debug, Parser)]
-#[command(name = "petri", version, about = "Self-hosted sandbox server for AI-generated code")]
+#[command(
+    name = "petri",
+    version,
+    about = "Self-hosted sandbox server for AI-generated code"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,7 +27,8 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("PETRI_LOG").unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_env("PETRI_LOG")
+                .unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();

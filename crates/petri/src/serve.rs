@@ -19,7 +19,8 @@ fn ca_environment() -> Vec<(String, String)> {
         .iter()
         .filter_map(|key| {
             let value = std::env::var(key).ok()?;
-            (value.starts_with("/etc/") || value.starts_with("/usr/")).then(|| (key.to_string(), value))
+            (value.starts_with("/etc/") || value.starts_with("/usr/"))
+                .then(|| (key.to_string(), value))
         })
         .collect();
     if env.is_empty() && std::path::Path::new(DEFAULT_CA_FILE).exists() {
@@ -32,7 +33,10 @@ fn ca_environment() -> Vec<(String, String)> {
     env
 }
 
-fn build_backend(args: &ServeArgs, runtime_dir: std::path::PathBuf) -> Result<Arc<dyn Backend>, String> {
+fn build_backend(
+    args: &ServeArgs,
+    runtime_dir: std::path::PathBuf,
+) -> Result<Arc<dyn Backend>, String> {
     let cgroups = if args.disable_cgroups {
         Cgroups::unavailable("disabled by PETRI_DISABLE_CGROUPS")
     } else {

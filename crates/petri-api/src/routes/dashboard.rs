@@ -70,21 +70,42 @@ pub(crate) async fn page(State(state): State<AppState>) -> Result<Response, ApiE
     let rows: Vec<_> = sandboxes.iter().map(views::sandbox).collect();
     table(
         &mut html,
-        &["id", "language", "status", "agent", "created_by", "created_at", "expires_at", "deleted_at"],
+        &[
+            "id",
+            "language",
+            "status",
+            "agent",
+            "created_by",
+            "created_at",
+            "expires_at",
+            "deleted_at",
+        ],
         &rows,
     );
     html.push_str("<h2>Recent runs</h2>");
     let rows: Vec<_> = runs.iter().map(views::run).collect();
     table(
         &mut html,
-        &["id", "sandbox_id", "command", "status", "exit_code", "duration_ms", "started_at", "error"],
+        &[
+            "id",
+            "sandbox_id",
+            "command",
+            "status",
+            "exit_code",
+            "duration_ms",
+            "started_at",
+            "error",
+        ],
         &rows,
     );
     html.push_str("</body></html>");
     Ok((
         [
             (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-            (header::CONTENT_SECURITY_POLICY, "default-src 'none'; style-src 'unsafe-inline'"),
+            (
+                header::CONTENT_SECURITY_POLICY,
+                "default-src 'none'; style-src 'unsafe-inline'",
+            ),
             (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         html,

@@ -31,7 +31,12 @@ pub(crate) async fn exec(
 ) -> Result<Response, ApiError> {
     let ApiJson { value, raw } = body;
     let Some(command) = value.command else {
-        return Err(ApiError::validation(&["body", "command"], "missing", "Field required", Value::Object(raw)));
+        return Err(ApiError::validation(
+            &["body", "command"],
+            "missing",
+            "Field required",
+            Value::Object(raw),
+        ));
     };
     // The published jhansi SDK always sends `test` and reads only JSON-shaped output data;
     // every other client (the MCP server, curl) gets the raw v0.11 framing.
@@ -59,7 +64,13 @@ pub(crate) async fn exec(
     }
     let stream = state
         .engine
-        .exec(&id, ExecRequest { command, timeout_seconds: value.timeout })
+        .exec(
+            &id,
+            ExecRequest {
+                command,
+                timeout_seconds: value.timeout,
+            },
+        )
         .await?;
     Ok(sse::response(stream, format, state.keepalive))
 }

@@ -21,7 +21,15 @@ pub(crate) async fn upload_file(
     // Unknown sandboxes are refused before the body is read.
     state.engine.sandbox(&id).await?;
     let mut multipart = multipart.map_err(|e| {
-        ApiError::validation(&["body"], "multipart", format!("expected a multipart/form-data body with a 'file' part: {}", e.body_text()), serde_json::Value::Null)
+        ApiError::validation(
+            &["body"],
+            "multipart",
+            format!(
+                "expected a multipart/form-data body with a 'file' part: {}",
+                e.body_text()
+            ),
+            serde_json::Value::Null,
+        )
     })?;
     // Other parts are skipped; the first part named `file` is the upload.
     while let Some(field) = next_field(&mut multipart).await? {
@@ -29,10 +37,21 @@ pub(crate) async fn upload_file(
             continue;
         }
         let Some(filename) = field.file_name().map(str::to_string) else {
-            return Err(ApiError::new(StatusCode::BAD_REQUEST, "invalid_path", "Filename is missing"));
+            return Err(ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "invalid_path",
+                "Filename is missing",
+            ));
         };
-        let size = state.engine.upload_file(&id, &filename, FieldChunks(field)).await?;
-        return Ok((StatusCode::CREATED, Json(json!({ "filename": filename, "size": size }))).into_response());
+        let size = state
+            .engine
+            .upload_file(&id, &filename, FieldChunks(field))
+            .await?;
+        return Ok((
+            StatusCode::CREATED,
+            Json(json!({ "filename": filename, "size": size })),
+        )
+            .into_response());
     }
     Err(missing_file())
 }
@@ -44,19 +63,34 @@ pub(crate) async fn upload_zip(
 ) -> Result<Response, ApiError> {
     state.engine.sandbox(&id).await?;
     let mut multipart = multipart.map_err(|e| {
-        ApiError::validation(&["body"], "multipart", format!("expected a multipart/form-data body with a 'file' part: {}", e.body_text()), serde_json::Value::Null)
+        ApiError::validation(
+            &["body"],
+            "multipart",
+            format!(
+                "expected a multipart/form-data body with a 'file' part: {}",
+                e.body_text()
+            ),
+            serde_json::Value::Null,
+        )
     })?;
     while let Some(field) = next_field(&mut multipart).await? {
         if field.name() != Some("file") {
             continue;
         }
         let files = state.engine.upload_zip(&id, FieldChunks(field)).await?;
-        return Ok((StatusCode::CREATED, Json(json!({ "status": "uploaded", "files": files }))).into_response());
+        return Ok((
+            StatusCode::CREATED,
+            Json(json!({ "status": "uploaded", "files": files })),
+        )
+            .into_response());
     }
     Err(missing_file())
 }
 
-pub(crate) async fn list(State(state): State<AppState>, Path(id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn list(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
     let entries = state.engine.list_files(&id, None).await?;
     Ok(Json(entries).into_response())
 }

@@ -11,16 +11,25 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::views;
 
-pub(crate) async fn for_sandbox(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn for_sandbox(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     let runs = state.engine.runs(&id).await?;
     Ok(Json(runs.iter().map(views::run).collect()))
 }
 
-pub(crate) async fn get(State(state): State<AppState>, Path(run_id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(views::run(&state.engine.run(&run_id).await?)))
 }
 
-pub(crate) async fn output(State(state): State<AppState>, Path(run_id): Path<String>) -> Result<Response, ApiError> {
+pub(crate) async fn output(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
     let file = state.engine.run_output(&run_id).await?;
     let body = Body::from_stream(tokio_util::io::ReaderStream::new(file));
     Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], body).into_response())

@@ -39,7 +39,10 @@ fn default_created_by() -> String {
     "unknown".into()
 }
 
-pub(crate) async fn create(State(state): State<AppState>, body: ApiJson<CreateBody>) -> Result<Response, ApiError> {
+pub(crate) async fn create(
+    State(state): State<AppState>,
+    body: ApiJson<CreateBody>,
+) -> Result<Response, ApiError> {
     let body = body.value;
     let view = state
         .engine
@@ -55,11 +58,19 @@ pub(crate) async fn create(State(state): State<AppState>, body: ApiJson<CreateBo
     Ok((StatusCode::CREATED, Json(views::sandbox(&view))).into_response())
 }
 
-pub(crate) async fn get(State(state): State<AppState>, Path(id): Path<String>) -> Result<Json<Value>, ApiError> {
+pub(crate) async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
     Ok(Json(views::sandbox(&state.engine.sandbox(&id).await?)))
 }
 
-fn int_param(params: &HashMap<String, String>, name: &'static str, default: u64, max: u64) -> Result<u64, ApiError> {
+fn int_param(
+    params: &HashMap<String, String>,
+    name: &'static str,
+    default: u64,
+    max: u64,
+) -> Result<u64, ApiError> {
     let Some(raw) = params.get(name) else {
         return Ok(default);
     };
@@ -89,7 +100,10 @@ pub(crate) async fn active(State(state): State<AppState>) -> Result<Json<Value>,
     Ok(Json(views.iter().map(views::sandbox).collect()))
 }
 
-pub(crate) async fn delete(State(state): State<AppState>, Path(id): Path<String>) -> Result<StatusCode, ApiError> {
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
     state.engine.delete_sandbox(&id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -33,5 +33,7 @@ pub(crate) async fn health(State(state): State<AppState>) -> Json<Value> {
 
 pub(crate) async fn metrics(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
     let metrics = state.engine.metrics().await?;
-    Ok(Json(serde_json::to_value(metrics).expect("metrics serialise")))
+    Ok(Json(
+        serde_json::to_value(metrics).expect("metrics serialise"),
+    ))
 }

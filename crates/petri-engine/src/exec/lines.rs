@@ -49,7 +49,8 @@ impl LineSplitter {
 
     /// The unterminated rest of the output, if any (without a trailing `\n`).
     pub fn finish(&mut self) -> Option<String> {
-        (!self.buffer.is_empty()).then(|| String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned())
+        (!self.buffer.is_empty())
+            .then(|| String::from_utf8_lossy(&std::mem::take(&mut self.buffer)).into_owned())
     }
 
     fn take_line(&mut self) -> String {

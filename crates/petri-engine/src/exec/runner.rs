@@ -79,10 +79,10 @@ impl Collected {
             return;
         }
         self.bytes += len;
-        if let Some(log) = &mut self.log {
-            if log.write_all(line.as_bytes()).is_err() {
-                self.log = None;
-            }
+        if let Some(log) = &mut self.log
+            && log.write_all(line.as_bytes()).is_err()
+        {
+            self.log = None;
         }
         self.text.push_str(&line);
         // A closed receiver means the client left; the command carries on regardless.
@@ -219,7 +219,11 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
         cap: engine.config.output_max_bytes,
         truncated: false,
         last_line: None,
-        log: engine.logs.create(&run_id).ok().map(std::io::BufWriter::new),
+        log: engine
+            .logs
+            .create(&run_id)
+            .ok()
+            .map(std::io::BufWriter::new),
         events: job.events.clone(),
     };
     let outcome = match engine.backend.spawn(&spec, &exec) {
@@ -395,7 +399,10 @@ fn describe(
             );
         }
         Some(stop @ Stop::SandboxGone) => {
-            return (stop.status(), Some("killed: the sandbox was deleted".into()));
+            return (
+                stop.status(),
+                Some("killed: the sandbox was deleted".into()),
+            );
         }
         Some(stop @ Stop::Shutdown) => {
             return (
@@ -424,4 +431,3 @@ fn describe(
     };
     (RunStatus::Failed, Some(error))
 }
-

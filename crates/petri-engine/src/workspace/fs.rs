@@ -141,10 +141,10 @@ pub(crate) fn list_tree(
             size: u64::try_from(stat.st_size).unwrap_or(0),
             modified,
         });
-        if file_type == FileType::Directory {
-            if let Ok(child) = openat(&dir, name.as_str(), DIR_FLAGS, Mode::empty()) {
-                list_tree(child, &path, max_entries, out)?;
-            }
+        if file_type == FileType::Directory
+            && let Ok(child) = openat(&dir, name.as_str(), DIR_FLAGS, Mode::empty())
+        {
+            list_tree(child, &path, max_entries, out)?;
         }
     }
     Ok(())
@@ -263,10 +263,10 @@ pub(crate) fn merge_tree(
             };
             merge_tree(&child_src, child_dst.as_ref(), &shown, dry_run)?;
         } else if dry_run {
-            if let Ok(existing) = statat(dst, name.as_str(), AtFlags::SYMLINK_NOFOLLOW) {
-                if FileType::from_raw_mode(existing.st_mode) == FileType::Directory {
-                    return Err(invalid(&shown, "is a directory in the sandbox"));
-                }
+            if let Ok(existing) = statat(dst, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
+                && FileType::from_raw_mode(existing.st_mode) == FileType::Directory
+            {
+                return Err(invalid(&shown, "is a directory in the sandbox"));
             }
         } else {
             place(src, &name, dst, &name, &shown)?;
@@ -274,4 +274,3 @@ pub(crate) fn merge_tree(
     }
     Ok(())
 }
-

@@ -44,8 +44,10 @@ impl Workspaces {
 
     pub fn create(&self, id: &str) -> Result<(), EngineError> {
         let path = self.path(id);
-        std::fs::create_dir(&path)
-            .map_err(EngineError::io(format!("cannot create workspace {}", path.display())))
+        std::fs::create_dir(&path).map_err(EngineError::io(format!(
+            "cannot create workspace {}",
+            path.display()
+        )))
     }
 
     /// Frees a workspace's disk. `remove_dir_all` does not follow symlinks.
@@ -88,9 +90,13 @@ impl Workspaces {
                         limit: format!("{max_bytes} bytes (PETRI_MAX_UPLOAD_MB)"),
                     });
                 }
-                file.write_all(&chunk).await.map_err(EngineError::io("writing upload"))?;
+                file.write_all(&chunk)
+                    .await
+                    .map_err(EngineError::io("writing upload"))?;
             }
-            file.flush().await.map_err(EngineError::io("writing upload"))?;
+            file.flush()
+                .await
+                .map_err(EngineError::io("writing upload"))?;
             Ok(())
         }
         .await;
@@ -111,7 +117,9 @@ impl Workspaces {
         max_bytes: u64,
         limits: ZipLimits,
     ) -> Result<usize, EngineError> {
-        let archive = self.staging.join(format!("upload-{}.zip", crate::ids::new_run_id()));
+        let archive = self
+            .staging
+            .join(format!("upload-{}.zip", crate::ids::new_run_id()));
         let result = async {
             let mut file = tokio::fs::File::create(&archive)
                 .await
@@ -125,15 +133,21 @@ impl Workspaces {
                         limit: format!("{max_bytes} bytes (PETRI_MAX_UPLOAD_MB)"),
                     });
                 }
-                file.write_all(&chunk).await.map_err(EngineError::io("staging zip upload"))?;
+                file.write_all(&chunk)
+                    .await
+                    .map_err(EngineError::io("staging zip upload"))?;
             }
-            file.flush().await.map_err(EngineError::io("staging zip upload"))?;
+            file.flush()
+                .await
+                .map_err(EngineError::io("staging zip upload"))?;
             let workspace = self.open(id)?;
             let staging = self.staging.clone();
             let archive = archive.clone();
-            tokio::task::spawn_blocking(move || zip::extract(&archive, &staging, &workspace, limits))
-                .await
-                .map_err(|e| EngineError::Task(e.to_string()))?
+            tokio::task::spawn_blocking(move || {
+                zip::extract(&archive, &staging, &workspace, limits)
+            })
+            .await
+            .map_err(|e| EngineError::Task(e.to_string()))?
         }
         .await;
         let _ = tokio::fs::remove_file(&archive).await;

@@ -28,7 +28,9 @@ impl RelPath {
             return Err(invalid("contains a NUL byte"));
         }
         if raw.starts_with('/') {
-            return Err(invalid("is absolute; paths are relative to the sandbox workspace"));
+            return Err(invalid(
+                "is absolute; paths are relative to the sandbox workspace",
+            ));
         }
         if raw.contains('\\') {
             return Err(invalid("contains a backslash"));
@@ -82,7 +84,17 @@ mod tests {
     #[test]
     fn rejects_every_escape() {
         for bad in [
-            "", "/etc/passwd", "../x", "a/../../x", "a/..", "..", "a\0b", "a\\..\\b", ".", "./", "//",
+            "",
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            "a/..",
+            "..",
+            "a\0b",
+            "a\\..\\b",
+            ".",
+            "./",
+            "//",
         ] {
             assert!(RelPath::parse(bad).is_err(), "{bad:?} must be rejected");
         }

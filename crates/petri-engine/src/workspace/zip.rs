@@ -40,7 +40,10 @@ struct Entry {
     is_dir: bool,
 }
 
-fn validate(archive: &mut zip::ZipArchive<std::fs::File>, limits: ZipLimits) -> Result<Vec<Entry>, EngineError> {
+fn validate(
+    archive: &mut zip::ZipArchive<std::fs::File>,
+    limits: ZipLimits,
+) -> Result<Vec<Entry>, EngineError> {
     if archive.len() > limits.max_entries {
         return Err(EngineError::TooLarge {
             what: format!("zip with {} entries", archive.len()),
@@ -56,7 +59,10 @@ fn validate(archive: &mut zip::ZipArchive<std::fs::File>, limits: ZipLimits) -> 
         let name = std::str::from_utf8(file.name_raw())
             .map_err(|_| invalid_zip(format!("entry {index} has a name that is not UTF-8")))?
             .to_string();
-        if file.unix_mode().is_some_and(|mode| mode & S_IFMT == S_IFLNK) {
+        if file
+            .unix_mode()
+            .is_some_and(|mode| mode & S_IFMT == S_IFLNK)
+        {
             return Err(EngineError::InvalidPath {
                 path: name,
                 reason: "is a symlink entry; archives may only hold files and directories".into(),
@@ -68,7 +74,11 @@ fn validate(archive: &mut zip::ZipArchive<std::fs::File>, limits: ZipLimits) -> 
         if declared > limits.max_bytes {
             return Err(too_large(limits));
         }
-        entries.push(Entry { index, path, is_dir });
+        entries.push(Entry {
+            index,
+            path,
+            is_dir,
+        });
     }
     Ok(entries)
 }
@@ -81,14 +91,19 @@ pub(crate) fn extract(
     workspace: &OwnedFd,
     limits: ZipLimits,
 ) -> Result<usize, EngineError> {
-    let file = std::fs::File::open(archive_path)
-        .map_err(EngineError::io(format!("cannot open {}", archive_path.display())))?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| invalid_zip(format!("not a readable zip archive ({e})")))?;
+    let file = std::fs::File::open(archive_path).map_err(EngineError::io(format!(
+        "cannot open {}",
+        archive_path.display()
+    )))?;
+    let mut archive = zip::ZipArchive::new(file)
+        .map_err(|e| invalid_zip(format!("not a readable zip archive ({e})")))?;
     let entries = validate(&mut archive, limits)?;
 
     let staging = staging_root.join(format!("zip-{}", crate::ids::new_run_id()));
-    std::fs::create_dir(&staging)
-        .map_err(EngineError::io(format!("cannot create {}", staging.display())))?;
+    std::fs::create_dir(&staging).map_err(EngineError::io(format!(
+        "cannot create {}",
+        staging.display()
+    )))?;
     let result = (|| {
         let staging_fd = open_root(&staging)?;
         let mut files = 0;
@@ -101,7 +116,8 @@ pub(crate) fn extract(
                 continue;
             }
             let (parents, name) = entry.path.split_last();
-            let dir = open_dir(&staging_fd, parents, true, &shown).map_err(|e| conflict(e, &shown))?;
+            let dir =
+                open_dir(&staging_fd, parents, true, &shown).map_err(|e| conflict(e, &shown))?;
             let (temp, mut out) = create_temp(&dir)?;
             let mut reader = archive
                 .by_index(entry.index)
@@ -114,7 +130,8 @@ pub(crate) fn extract(
                 return Err(too_large(limits));
             }
             budget -= written;
-            out.flush().map_err(EngineError::io("writing staged zip entry"))?;
+            out.flush()
+                .map_err(EngineError::io("writing staged zip entry"))?;
             place(&dir, &temp, &dir, name, &shown).map_err(|e| conflict(e, &shown))?;
             files += 1;
         }
@@ -129,9 +146,9 @@ pub(crate) fn extract(
 /// Inside the staging tree a path error can only come from the archive contradicting itself.
 fn conflict(error: EngineError, shown: &str) -> EngineError {
     match error {
-        EngineError::InvalidPath { .. } => {
-            invalid_zip(format!("entry {shown:?} conflicts with another entry of the archive"))
-        }
+        EngineError::InvalidPath { .. } => invalid_zip(format!(
+            "entry {shown:?} conflicts with another entry of the archive"
+        )),
         other => other,
     }
 }

@@ -6,13 +6,16 @@ use serde_json::json;
 
 use crate::helpers::*;
 
-const HELLO: &str = "import sys\nprint('hello')\nprint('line2')\nprint('warn on stderr', file=sys.stderr)\n";
+const HELLO: &str =
+    "import sys\nprint('hello')\nprint('line2')\nprint('warn on stderr', file=sys.stderr)\n";
 
 #[tokio::test]
 async fn stream_matches_v0_11_bytes() {
     let server = TestServer::start().await;
     let id = server.sandbox().await;
-    server.upload(&id, "main.py", HELLO.as_bytes().to_vec()).await;
+    server
+        .upload(&id, "main.py", HELLO.as_bytes().to_vec())
+        .await;
     let result = server.exec(&id, "python main.py").await;
     assert_eq!(result.status, 200);
     let expected_prefix = "event: output\ndata: hello\n\n\nevent: output\ndata: line2\n\n\n\
@@ -39,7 +42,10 @@ async fn response_headers_are_event_stream() {
         .send()
         .await
         .unwrap();
-    assert_eq!(response.headers()["content-type"], "text/event-stream; charset=utf-8");
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/event-stream; charset=utf-8"
+    );
     assert_eq!(response.headers()["cache-control"], "no-cache");
 }
 
@@ -47,12 +53,18 @@ async fn response_headers_are_event_stream() {
 async fn failures_report_exit_code_and_last_line() {
     let server = TestServer::start().await;
     let id = server.sandbox().await;
-    let done = server.exec(&id, "echo start; echo 'ValueError: boom' >&2; echo; exit 3").await.done();
+    let done = server
+        .exec(&id, "echo start; echo 'ValueError: boom' >&2; echo; exit 3")
+        .await
+        .done();
     assert_eq!(done["exit_code"], 3);
     assert_eq!(done["error"], "ValueError: boom");
     assert_eq!(done["status"], "failed");
     let done = server.exec(&id, "exit 4").await.done();
-    assert_eq!((done["exit_code"].clone(), done["error"].clone()), (json!(4), json!("exited with code 4")));
+    assert_eq!(
+        (done["exit_code"].clone(), done["error"].clone()),
+        (json!(4), json!("exited with code 4"))
+    );
     let done = server.exec(&id, "kill -9 $$").await.done();
     assert_eq!(done["exit_code"], 137);
     assert_eq!(done["error"], "killed by signal 9");
@@ -65,17 +77,33 @@ async fn odd_output_never_breaks_the_stream() {
     let server = TestServer::start().await;
     let id = server.sandbox().await;
     // Bytes that are not UTF-8 are replaced, not fatal (v0.11 died without a done).
-    let done = server.exec(&id, r#"python3 -c "import sys; sys.stdout.buffer.write(b'ok \xff\xfe\n')""#).await.done();
+    let done = server
+        .exec(
+            &id,
+            r#"python3 -c "import sys; sys.stdout.buffer.write(b'ok \xff\xfe\n')""#,
+        )
+        .await
+        .done();
     assert_eq!(done["output"], "ok \u{fffd}\u{fffd}\n");
     // A carriage-return progress bar becomes separate lines.
     let result = server.exec(&id, r"printf '10%%\r50%%\r100%%\ndone'").await;
     assert_eq!(result.lines(), ["10%", "50%", "100%", "done"]);
     // A 300 KB line without a newline is delivered in pieces, all of it.
-    let done = server.exec(&id, "python3 -c \"print('y'*300000, end='')\"").await.done();
-    assert_eq!(done["output"].as_str().unwrap().replace('\n', "").len(), 300_000);
+    let done = server
+        .exec(&id, "python3 -c \"print('y'*300000, end='')\"")
+        .await
+        .done();
+    assert_eq!(
+        done["output"].as_str().unwrap().replace('\n', "").len(),
+        300_000
+    );
     // Non-ASCII is escaped the way Python's json.dumps does it.
     let result = server.exec(&id, "echo 'héllo'").await;
-    assert!(result.raw.contains("\"output\": \"h\\u00e9llo\\n\""), "{}", result.raw);
+    assert!(
+        result.raw.contains("\"output\": \"h\\u00e9llo\\n\""),
+        "{}",
+        result.raw
+    );
 }
 
 #[tokio::test]
@@ -87,7 +115,10 @@ async fn shell_syntax_and_workspace_path_work() {
         .await
         .done();
     assert_eq!(done["output"], "1\n2\nkw\nsub\n/sandbox\n");
-    assert_eq!(std::fs::read_to_string(server.workspace(&id).join("out.txt")).unwrap(), "hi\n");
+    assert_eq!(
+        std::fs::read_to_string(server.workspace(&id).join("out.txt")).unwrap(),
+        "hi\n"
+    );
 }
 
 #[tokio::test]
@@ -100,8 +131,14 @@ async fn output_streams_line_by_line_for_shell_python_and_node() {
         "node -e \"console.log('first'); setTimeout(() => console.log('second'), 1500)\"",
     ] {
         let chunks = server.exec_timed(&id, command).await;
-        let first = chunks.iter().find(|(_, text)| text.contains("data: first")).expect("first line");
-        let second = chunks.iter().find(|(_, text)| text.contains("data: second")).expect("second line");
+        let first = chunks
+            .iter()
+            .find(|(_, text)| text.contains("data: first"))
+            .expect("first line");
+        let second = chunks
+            .iter()
+            .find(|(_, text)| text.contains("data: second"))
+            .expect("second line");
         // The first line is on the wire long before the command ends.
         assert!(
             second.0 - first.0 >= Duration::from_millis(1200),
@@ -126,7 +163,12 @@ async fn quiet_streams_get_keepalive_comments() {
 async fn timeout_kills_and_reports() {
     let server = TestServer::start().await;
     let id = server.sandbox().await;
-    let result = server.exec_body(&id, json!({"command": "echo before; sleep 30", "timeout": 1})).await;
+    let result = server
+        .exec_body(
+            &id,
+            json!({"command": "echo before; sleep 30", "timeout": 1}),
+        )
+        .await;
     let done = result.done();
     assert_eq!(done["timed_out"], true);
     assert_eq!(done["status"], "timed_out");
@@ -134,22 +176,35 @@ async fn timeout_kills_and_reports() {
     assert_eq!(done["error"], "timed out after 1 seconds");
     assert_eq!(done["output"], "before\n");
     assert!(done["duration_ms"].as_u64().unwrap() < 5000);
-    let (status, body) = server.post_json(&format!("/v1/sandboxes/{id}/exec"), json!({"command": "true", "timeout": 0})).await;
-    assert_eq!((status, body["code"].clone()), (422, json!("invalid_input")));
+    let (status, body) = server
+        .post_json(
+            &format!("/v1/sandboxes/{id}/exec"),
+            json!({"command": "true", "timeout": 0}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (422, json!("invalid_input"))
+    );
 }
 
 #[tokio::test]
 async fn server_default_timeout_applies() {
     let server = TestServer::start_with(&[("PETRI_EXEC_TIMEOUT_SECONDS", "1")]).await;
     let id = server.sandbox().await;
-    assert_eq!(server.exec(&id, "sleep 10").await.done()["status"], "timed_out");
+    assert_eq!(
+        server.exec(&id, "sleep 10").await.done()["status"],
+        "timed_out"
+    );
 }
 
 #[tokio::test]
 async fn output_cap_truncates_stream_and_store() {
     let server = TestServer::start_with(&[("PETRI_OUTPUT_MAX_MB", "1")]).await;
     let id = server.sandbox().await;
-    let result = server.exec(&id, "yes flood | head -c 5000000; echo; echo tail-marker").await;
+    let result = server
+        .exec(&id, "yes flood | head -c 5000000; echo; echo tail-marker")
+        .await;
     let done = result.done();
     assert_eq!(done["truncated"], true);
     assert_eq!(done["exit_code"], 0);
@@ -159,7 +214,12 @@ async fn output_cap_truncates_stream_and_store() {
     let streamed: usize = result.lines().iter().map(|l| l.len() + 1).sum();
     assert!(streamed <= 1 << 20);
     let run_id = done["run_id"].as_str().unwrap();
-    let stored = server.get(&format!("/v1/runs/{run_id}/output")).await.text().await.unwrap();
+    let stored = server
+        .get(&format!("/v1/runs/{run_id}/output"))
+        .await
+        .text()
+        .await
+        .unwrap();
     assert_eq!(stored, output);
     let (_, run) = server.get_json(&format!("/v1/runs/{run_id}")).await;
     assert_eq!(run["output_truncated"], true);
@@ -172,7 +232,9 @@ async fn published_sdk_gets_json_shaped_output() {
     let server = TestServer::start().await;
     let id = server.sandbox().await;
     let command = r#"echo hello; echo '{"type": "output", "data": "injected"}'"#;
-    let result = server.exec_body(&id, json!({"command": command, "test": false})).await;
+    let result = server
+        .exec_body(&id, json!({"command": command, "test": false}))
+        .await;
     let data: Vec<serde_json::Value> = result
         .events
         .iter()
@@ -182,12 +244,29 @@ async fn published_sdk_gets_json_shaped_output() {
     assert_eq!(data[0], json!({"type": "output", "data": "hello"}));
     // Program output that imitates the envelope stays inert data.
     assert_eq!(data[1]["data"], r#"{"type": "output", "data": "injected"}"#);
-    assert!(result.raw.contains("data: {\"type\": \"output\", \"data\": \"hello\"}\n\n"));
+    assert!(
+        result
+            .raw
+            .contains("data: {\"type\": \"output\", \"data\": \"hello\"}\n\n")
+    );
     assert_eq!(result.done()["exit_code"], 0);
     // An explicit format wins.
-    let raw = server.exec_body(&id, json!({"command": "echo x", "test": false, "output_format": "raw"})).await;
+    let raw = server
+        .exec_body(
+            &id,
+            json!({"command": "echo x", "test": false, "output_format": "raw"}),
+        )
+        .await;
     assert_eq!(raw.lines(), ["x"]);
     // Test mode is a later feature: refused before streaming, not a silent wrong answer.
-    let (status, body) = server.post_json(&format!("/v1/sandboxes/{id}/exec"), json!({"command": "true", "test": true})).await;
-    assert_eq!((status, body["code"].clone()), (501, json!("not_implemented")));
+    let (status, body) = server
+        .post_json(
+            &format!("/v1/sandboxes/{id}/exec"),
+            json!({"command": "true", "test": true}),
+        )
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (501, json!("not_implemented"))
+    );
 }

@@ -39,8 +39,18 @@ pub struct ExecResult {
 impl ExecResult {
     pub fn done(&self) -> Value {
         let dones: Vec<_> = self.events.iter().filter(|e| e.name == "done").collect();
-        assert_eq!(dones.len(), 1, "exactly one done event expected in {:?}", self.raw);
-        assert_eq!(self.events.last().unwrap().name, "done", "done must be last: {:?}", self.raw);
+        assert_eq!(
+            dones.len(),
+            1,
+            "exactly one done event expected in {:?}",
+            self.raw
+        );
+        assert_eq!(
+            self.events.last().unwrap().name,
+            "done",
+            "done must be last: {:?}",
+            self.raw
+        );
         serde_json::from_str(&dones[0].data).expect("done data is JSON")
     }
 
@@ -88,7 +98,10 @@ impl TestServer {
     pub async fn start_with(env: &[(&str, &str)]) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("state");
-        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         let mut server = Self::spawn(root, env).await;
         server._dir = Some(dir);
         server
@@ -145,7 +158,10 @@ impl TestServer {
     /// Sends SIGTERM and waits for a clean exit.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
         let mut child = self.child.take().unwrap();
-        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
         child.wait().unwrap()
     }
 
@@ -164,13 +180,25 @@ impl TestServer {
     }
 
     pub async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = self.client.post(self.url(path)).json(&body).send().await.unwrap();
+        let response = self
+            .client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
     pub async fn delete(&self, path: &str) -> u16 {
-        self.client.delete(self.url(path)).send().await.unwrap().status().as_u16()
+        self.client
+            .delete(self.url(path))
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
     }
 
     /// Creates a sandbox and returns its id.
@@ -186,17 +214,29 @@ impl TestServer {
 
     /// Uploads `content` as multipart part `file` named `filename`.
     pub async fn upload(&self, id: &str, filename: &str, content: Vec<u8>) -> (u16, Value) {
-        self.multipart(&format!("/v1/sandboxes/{id}/files"), filename, content).await
+        self.multipart(&format!("/v1/sandboxes/{id}/files"), filename, content)
+            .await
     }
 
     pub async fn upload_zip(&self, id: &str, content: Vec<u8>) -> (u16, Value) {
-        self.multipart(&format!("/v1/sandboxes/{id}/upload"), "project.zip", content).await
+        self.multipart(
+            &format!("/v1/sandboxes/{id}/upload"),
+            "project.zip",
+            content,
+        )
+        .await
     }
 
     pub async fn multipart(&self, path: &str, filename: &str, content: Vec<u8>) -> (u16, Value) {
         let part = reqwest::multipart::Part::bytes(content).file_name(filename.to_string());
         let form = reqwest::multipart::Form::new().part("file", part);
-        let response = self.client.post(self.url(path)).multipart(form).send().await.unwrap();
+        let response = self
+            .client
+            .post(self.url(path))
+            .multipart(form)
+            .send()
+            .await
+            .unwrap();
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
     }
@@ -237,7 +277,10 @@ impl TestServer {
         let mut stream = response.bytes_stream();
         let mut chunks = Vec::new();
         while let Some(chunk) = stream.next().await {
-            chunks.push((start.elapsed(), String::from_utf8_lossy(&chunk.unwrap()).into_owned()));
+            chunks.push((
+                start.elapsed(),
+                String::from_utf8_lossy(&chunk.unwrap()).into_owned(),
+            ));
         }
         chunks
     }
@@ -297,7 +340,9 @@ pub async fn eventually(timeout: Duration, mut check: impl AsyncFnMut() -> bool)
 
 /// Whether a host process with `marker` in its command line exists.
 pub fn host_process_with(marker: &str) -> bool {
-    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return false;
+    };
     entries.flatten().any(|entry| {
         std::fs::read(entry.path().join("cmdline"))
             .map(|cmd| String::from_utf8_lossy(&cmd).contains(marker))

@@ -19,10 +19,16 @@ async fn no_network_beyond_loopback() {
         .await
         .done();
     let output = done["output"].as_str().unwrap();
-    assert!(output.contains("No such file or directory"), "no /sys: {output}");
+    assert!(
+        output.contains("No such file or directory"),
+        "no /sys: {output}"
+    );
     assert!(output.contains("\nlo\n"), "{output}");
     assert!(!output.contains("eth0"), "{output}");
-    assert!(output.contains("tcp 101"), "network unreachable expected: {output}");
+    assert!(
+        output.contains("tcp 101"),
+        "network unreachable expected: {output}"
+    );
     assert!(output.contains("dns failed"), "{output}");
 }
 
@@ -40,12 +46,18 @@ async fn no_privileges_and_a_clean_environment() {
     assert!(output.contains("NoNewPrivs:\t1"), "{output}");
     assert!(output.contains("\n1000\nsandbox\n"), "{output}");
     assert!(output.contains("userns-denied"), "{output}");
-    assert!(!output.contains("hunter2"), "server environment leaked: {output}");
+    assert!(
+        !output.contains("hunter2"),
+        "server environment leaked: {output}"
+    );
     assert!(!output.contains("PETRI_"), "{output}");
     let env = env_map(output);
     assert_eq!(env["HOME"], "/sandbox");
     assert_eq!(env["PYTHONUNBUFFERED"], "1");
-    assert!(env.contains_key("SSL_CERT_FILE"), "CA bundle variables are passed: {output}");
+    assert!(
+        env.contains_key("SSL_CERT_FILE"),
+        "CA bundle variables are passed: {output}"
+    );
     assert!(std::path::Path::new(&env["SSL_CERT_FILE"]).exists());
 }
 
@@ -64,17 +76,28 @@ async fn host_is_read_only_and_private_parts_are_invisible() {
     let done = server.exec(&id, &command).await.done();
     let output = done["output"].as_str().unwrap();
     for path in ["/usr/x", "/etc/x", "/x"] {
-        assert!(output.contains(&format!("touch: cannot touch '{path}': Read-only file system")), "{output}");
+        assert!(
+            output.contains(&format!(
+                "touch: cannot touch '{path}': Read-only file system"
+            )),
+            "{output}"
+        );
     }
     assert!(!output.contains("other tenant"), "{output}");
     assert!(!output.contains("SQLite"), "{output}");
     assert!(!output.contains("shadow"), "only a minimal /etc: {output}");
     // /proc/1/cmdline must not reveal host paths.
-    let done = server.exec(&id, "tr '\\0' ' ' < /proc/1/cmdline").await.done();
+    let done = server
+        .exec(&id, "tr '\\0' ' ' < /proc/1/cmdline")
+        .await
+        .done();
     assert!(!done["output"].as_str().unwrap().contains(&root), "{done}");
     // Each exec gets a fresh /tmp.
     let done = server.exec(&id, "cat /tmp/mine 2>&1").await.done();
-    assert!(done["output"].as_str().unwrap().contains("No such file"), "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("No such file"),
+        "{done}"
+    );
 }
 
 #[tokio::test]
@@ -89,13 +112,24 @@ async fn every_process_of_an_exec_dies_with_it() {
     let done = server.exec(&id, &command).await.done();
     assert_eq!(done["output"], "started\n");
     assert!(
-        eventually(std::time::Duration::from_secs(3), async || !host_process_with(&marker)).await,
+        eventually(std::time::Duration::from_secs(3), async || {
+            !host_process_with(&marker)
+        })
+        .await,
         "daemonised children outlived their exec"
     );
     // A timed-out exec takes its whole tree too.
     let marker = format!("petri-timeout-{}", std::process::id());
     let command = format!("sleep 300 & setsid sleep 301 & sleep 302 # {marker}");
-    let done = server.exec_body(&id, json!({"command": command, "timeout": 1})).await.done();
+    let done = server
+        .exec_body(&id, json!({"command": command, "timeout": 1}))
+        .await
+        .done();
     assert_eq!(done["status"], "timed_out");
-    assert!(eventually(std::time::Duration::from_secs(3), async || !host_process_with(&marker)).await);
+    assert!(
+        eventually(std::time::Duration::from_secs(3), async || {
+            !host_process_with(&marker)
+        })
+        .await
+    );
 }

@@ -9,7 +9,10 @@ async fn memory_bomb_is_a_failed_run_not_a_dead_server() {
     let server = TestServer::start().await;
     let id = server.create(json!({"memory_mb": 64})).await;
     let done = server
-        .exec(&id, "python3 -c \"b = bytearray(400 * 1024 * 1024); print('survived')\"")
+        .exec(
+            &id,
+            "python3 -c \"b = bytearray(400 * 1024 * 1024); print('survived')\"",
+        )
         .await
         .done();
     assert_eq!(done["exit_code"], 137);
@@ -20,9 +23,15 @@ async fn memory_bomb_is_a_failed_run_not_a_dead_server() {
     assert!(!done["output"].as_str().unwrap().contains("survived"));
     // The server and the sandbox carry on.
     assert_eq!(server.get_json("/health").await.0, 200);
-    assert_eq!(server.exec(&id, "echo alive").await.done()["output"], "alive\n");
+    assert_eq!(
+        server.exec(&id, "echo alive").await.done()["output"],
+        "alive\n"
+    );
     // Memory filled through tmpfs is charged to the sandbox as well.
-    let done = server.exec(&id, "head -c 200000000 /dev/zero > /tmp/fill; echo wrote").await.done();
+    let done = server
+        .exec(&id, "head -c 200000000 /dev/zero > /tmp/fill; echo wrote")
+        .await
+        .done();
     assert_ne!(done["output"], "wrote\n", "{done}");
 }
 
@@ -37,7 +46,10 @@ async fn fork_bomb_is_contained() {
     assert!(done["duration_ms"].as_u64().unwrap() < 10_000, "{done}");
     assert_eq!(server.get_json("/health").await.0, 200);
     let done = server
-        .exec(&id, "for i in $(seq 10); do sleep 1 & done; echo spawned; wait")
+        .exec(
+            &id,
+            "for i in $(seq 10); do sleep 1 & done; echo spawned; wait",
+        )
         .await
         .done();
     assert!(done["output"].as_str().unwrap().contains("spawned"));
@@ -55,18 +67,33 @@ async fn cpu_limit_throttles() {
         .await
         .done();
     let cpu: f64 = done["output"].as_str().unwrap().trim().parse().unwrap();
-    assert!(cpu < 0.6, "used {cpu}s of CPU in 1.5s wall under a 0.2-core limit");
+    assert!(
+        cpu < 0.6,
+        "used {cpu}s of CPU in 1.5s wall under a 0.2-core limit"
+    );
 }
 
 #[tokio::test]
 async fn per_sandbox_limits_are_validated_and_reported() {
     let server = TestServer::start().await;
     let (status, created) = server
-        .post_json("/v1/sandboxes", json!({"memory_mb": 128, "pids": 64, "cpus": 0.5}))
+        .post_json(
+            "/v1/sandboxes",
+            json!({"memory_mb": 128, "pids": 64, "cpus": 0.5}),
+        )
         .await;
     assert_eq!(status, 201);
-    assert_eq!(created["limits"], json!({"memory_mb": 128, "pids": 64, "cpus": 0.5}));
-    for bad in [json!({"memory_mb": 1}), json!({"memory_mb": 999_999}), json!({"pids": 0}), json!({"cpus": -1.0}), json!({"cpus": 100.0})] {
+    assert_eq!(
+        created["limits"],
+        json!({"memory_mb": 128, "pids": 64, "cpus": 0.5})
+    );
+    for bad in [
+        json!({"memory_mb": 1}),
+        json!({"memory_mb": 999_999}),
+        json!({"pids": 0}),
+        json!({"cpus": -1.0}),
+        json!({"cpus": 100.0}),
+    ] {
         let (status, body) = server.post_json("/v1/sandboxes", bad.clone()).await;
         assert_eq!(status, 422, "{bad} -> {body}");
     }
@@ -75,16 +102,31 @@ async fn per_sandbox_limits_are_validated_and_reported() {
 #[tokio::test]
 async fn without_cgroups_limits_degrade_to_rlimits_and_say_so() {
     let server = TestServer::start_with(&[("PETRI_DISABLE_CGROUPS", "1")]).await;
-    assert!(server.banner.contains("limits degraded"), "{}", server.banner);
+    assert!(
+        server.banner.contains("limits degraded"),
+        "{}",
+        server.banner
+    );
     let (_, health) = server.get_json("/health").await;
     assert_eq!(health["limits"]["degraded"], true);
     assert_eq!(health["limits"]["mode"], "rlimit");
-    assert!(health["limits"]["note"].as_str().unwrap().contains("limits degraded"));
+    assert!(
+        health["limits"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("limits degraded")
+    );
     let id = server.create(json!({"memory_mb": 64})).await;
     let done = server
-        .exec(&id, "python3 -c \"b = bytearray(400 * 1024 * 1024); print('survived')\"")
+        .exec(
+            &id,
+            "python3 -c \"b = bytearray(400 * 1024 * 1024); print('survived')\"",
+        )
         .await
         .done();
     assert_ne!(done["exit_code"], 0);
-    assert!(done["output"].as_str().unwrap().contains("MemoryError"), "{done}");
+    assert!(
+        done["output"].as_str().unwrap().contains("MemoryError"),
+        "{done}"
+    );
 }

@@ -7,8 +7,16 @@ use crate::helpers::*;
 #[tokio::test]
 async fn startup_line_and_health_say_where_and_how() {
     let server = TestServer::start().await;
-    assert!(server.banner.contains("isolation: bwrap"), "{}", server.banner);
-    assert!(server.banner.contains("limits: cgroup-"), "{}", server.banner);
+    assert!(
+        server.banner.contains("isolation: bwrap"),
+        "{}",
+        server.banner
+    );
+    assert!(
+        server.banner.contains("limits: cgroup-"),
+        "{}",
+        server.banner
+    );
     let (status, health) = server.get_json("/health").await;
     assert_eq!(status, 200);
     assert_eq!(health["status"], "ok");
@@ -25,7 +33,10 @@ async fn startup_line_and_health_say_where_and_how() {
 async fn create_get_list_active_delete() {
     let server = TestServer::start().await;
     let (status, created) = server
-        .post_json("/v1/sandboxes", json!({"language": "python", "agent": "claude-code", "created_by": "alice"}))
+        .post_json(
+            "/v1/sandboxes",
+            json!({"language": "python", "agent": "claude-code", "created_by": "alice"}),
+        )
         .await;
     assert_eq!(status, 201);
     let id = created["id"].as_str().unwrap().to_string();
@@ -37,7 +48,12 @@ async fn create_get_list_active_delete() {
     assert!(created["created_at"].as_str().unwrap().ends_with('Z'));
 
     // A bodiless create works (v0.11 answered 422), with the v0.11 defaults.
-    let response = server.client.post(server.url("/v1/sandboxes")).send().await.unwrap();
+    let response = server
+        .client
+        .post(server.url("/v1/sandboxes"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 201);
     let bare: serde_json::Value = response.json().await.unwrap();
     assert_eq!(bare["language"], "python");
@@ -46,10 +62,18 @@ async fn create_get_list_active_delete() {
 
     let (status, got) = server.get_json(&format!("/v1/sandboxes/{id}")).await;
     assert_eq!(status, 200);
-    assert_eq!((got["id"].clone(), got["language"].clone()), (json!(id), json!("python")));
+    assert_eq!(
+        (got["id"].clone(), got["language"].clone()),
+        (json!(id), json!("python"))
+    );
 
     let (_, list) = server.get_json("/v1/sandboxes").await;
-    let ids: Vec<_> = list.as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    let ids: Vec<_> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, [bare["id"].as_str().unwrap(), &id], "newest first");
     let (_, page) = server.get_json("/v1/sandboxes?limit=1&offset=1").await;
     assert_eq!(page[0]["id"], json!(id));
@@ -58,11 +82,19 @@ async fn create_get_list_active_delete() {
 
     assert_eq!(server.delete(&format!("/v1/sandboxes/{id}")).await, 204);
     let (status, body) = server.get_json(&format!("/v1/sandboxes/{id}")).await;
-    assert_eq!((status, body["detail"].clone()), (404, json!("Sandbox not found")));
+    assert_eq!(
+        (status, body["detail"].clone()),
+        (404, json!("Sandbox not found"))
+    );
     let (_, active) = server.get_json("/v1/sandboxes/active").await;
     assert_eq!(active.as_array().unwrap().len(), 1);
     let (_, list) = server.get_json("/v1/sandboxes").await;
-    let deleted = list.as_array().unwrap().iter().find(|s| s["id"] == json!(id)).unwrap();
+    let deleted = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["id"] == json!(id))
+        .unwrap();
     assert_eq!(deleted["status"], "deleted");
     assert!(deleted["deleted_at"].is_string());
 }
@@ -70,15 +102,30 @@ async fn create_get_list_active_delete() {
 #[tokio::test]
 async fn unknown_language_is_422_with_the_supported_list() {
     let server = TestServer::start().await;
-    let (status, body) = server.post_json("/v1/sandboxes", json!({"language": "rust"})).await;
+    let (status, body) = server
+        .post_json("/v1/sandboxes", json!({"language": "rust"}))
+        .await;
     assert_eq!(status, 422);
     assert_eq!(body["code"], "unsupported_language");
     assert_eq!(body["supported"], json!(["python", "node", "go", "java"]));
-    assert!(body["detail"].as_str().unwrap().contains("python, node, go, java"));
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("python, node, go, java")
+    );
     for language in ["python", "node", "go", "java"] {
-        assert_eq!(server.post_json("/v1/sandboxes", json!({"language": language})).await.0, 201);
+        assert_eq!(
+            server
+                .post_json("/v1/sandboxes", json!({"language": language}))
+                .await
+                .0,
+            201
+        );
     }
-    let (status, _) = server.post_json("/v1/sandboxes", json!({"created_by": null})).await;
+    let (status, _) = server
+        .post_json("/v1/sandboxes", json!({"created_by": null}))
+        .await;
     assert_eq!(status, 422, "created_by null is invalid, as in v0.11");
 }
 
@@ -86,26 +133,46 @@ async fn unknown_language_is_422_with_the_supported_list() {
 async fn upload_exec_runs_metrics_round_trip() {
     let server = TestServer::start().await;
     let id = server.create(json!({"agent": "probe-agent"})).await;
-    let (status, body) = server.upload(&id, "main.py", b"print('hi from file')\n".to_vec()).await;
+    let (status, body) = server
+        .upload(&id, "main.py", b"print('hi from file')\n".to_vec())
+        .await;
     assert_eq!((status, body["filename"].clone()), (201, json!("main.py")));
-    let zip = zip_of(&[("lib/util.py", b"X = 41\n"), ("app.py", b"from lib.util import X\nprint(X + 1)\n")]);
+    let zip = zip_of(&[
+        ("lib/util.py", b"X = 41\n"),
+        ("app.py", b"from lib.util import X\nprint(X + 1)\n"),
+    ]);
     let (status, body) = server.upload_zip(&id, zip).await;
     assert_eq!((status, body["status"].clone()), (201, json!("uploaded")));
 
-    let result = server.exec(&id, "python /sandbox/main.py && cd /sandbox && python app.py").await;
+    let result = server
+        .exec(
+            &id,
+            "python /sandbox/main.py && cd /sandbox && python app.py",
+        )
+        .await;
     assert_eq!(result.status, 200);
     assert_eq!(result.done()["output"], "hi from file\n42\n");
 
     let runs = server.runs(&id).await;
     assert_eq!(runs.len(), 1);
-    for key in ["id", "started_at", "completed_at", "duration_ms", "exit_code", "error"] {
+    for key in [
+        "id",
+        "started_at",
+        "completed_at",
+        "duration_ms",
+        "exit_code",
+        "error",
+    ] {
         assert!(runs[0].get(key).is_some(), "run lacks {key}: {}", runs[0]);
     }
     assert!(runs[0]["id"].as_str().unwrap().starts_with("run_"));
     let (status, metrics) = server.get_json("/v1/metrics").await;
     assert_eq!(status, 200);
     assert_eq!(metrics["runs_total"], 1);
-    assert_eq!(metrics["by_agent"]["probe-agent"], json!({"runs": 1, "success_rate": 1.0}));
+    assert_eq!(
+        metrics["by_agent"]["probe-agent"],
+        json!({"runs": 1, "success_rate": 1.0})
+    );
 }
 
 #[tokio::test]
@@ -113,7 +180,12 @@ async fn unknown_routes_and_methods_answer_json() {
     let server = TestServer::start().await;
     let (status, body) = server.get_json("/nope").await;
     assert_eq!((status, body["detail"].clone()), (404, json!("Not Found")));
-    let response = server.client.put(server.url("/v1/sandboxes")).send().await.unwrap();
+    let response = server
+        .client
+        .put(server.url("/v1/sandboxes"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 405);
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body["detail"], "Method Not Allowed");
@@ -123,12 +195,19 @@ async fn unknown_routes_and_methods_answer_json() {
 async fn dashboard_escapes_everything_it_shows() {
     let server = TestServer::start().await;
     let payload = "<img src=x onerror=alert(1)>";
-    let id = server.create(json!({"agent": payload, "created_by": "<script>alert(2)</script>"})).await;
-    let result = server.exec(&id, "echo '<svg onload=alert(3)>'; exit 1").await;
+    let id = server
+        .create(json!({"agent": payload, "created_by": "<script>alert(2)</script>"}))
+        .await;
+    let result = server
+        .exec(&id, "echo '<svg onload=alert(3)>'; exit 1")
+        .await;
     assert_eq!(result.done()["error"], "<svg onload=alert(3)>");
     let response = server.get("/dashboard").await;
     assert_eq!(response.status(), 200);
-    let csp = response.headers()["content-security-policy"].to_str().unwrap().to_string();
+    let csp = response.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
     assert!(csp.contains("default-src 'none'"), "{csp}");
     let html = response.text().await.unwrap();
     assert!(html.contains(&id));
