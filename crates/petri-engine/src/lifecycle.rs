@@ -43,8 +43,10 @@ impl Engine {
         // Leftovers of uploads interrupted by a crash.
         if let Ok(entries) = std::fs::read_dir(config.staging_dir()) {
             for entry in entries.flatten() {
-                let _ = std::fs::remove_dir_all(entry.path())
-                    .or_else(|_| std::fs::remove_file(entry.path()));
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if let Err(e) = crate::workspace::remove_entry(&config.staging_dir(), &name) {
+                    tracing::warn!(error = %e, "cannot clean staging leftovers");
+                }
             }
         }
         let store = Arc::new(Store::open(&config.db_path())?);

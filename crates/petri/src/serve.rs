@@ -3,6 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::serve::ListenerExt;
 use petri_api::{AppState, router};
 use petri_engine::Engine;
 use petri_sandbox::{Backend, BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
@@ -97,6 +98,13 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             listen: listen.to_string(),
         };
         let shutdown_engine = engine.clone();
+        // Exec streams are many small writes; without TCP_NODELAY each waits on the peer's
+        // delayed ACK (~40 ms) and "streaming" would not be.
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!(error = %e, "cannot set TCP_NODELAY");
+            }
+        });
         let serve = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
             shutdown_signal().await;
             tracing::info!("shutting down: stopping running execs");

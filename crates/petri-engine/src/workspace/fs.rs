@@ -105,10 +105,25 @@ pub struct FileEntry {
     pub modified: String,
 }
 
-/// Lists `dir` recursively (depth-first, sorted), never following symlinks.
+/// Deepest directory level a listing descends into. Sandboxed code can nest directories
+/// without bound; recursion (and the listing's size) must not follow it.
+pub(crate) const LIST_MAX_DEPTH: usize = 32;
+
+/// Lists `dir` recursively (depth-first, sorted, at most [`LIST_MAX_DEPTH`] levels), never
+/// following symlinks.
 pub(crate) fn list_tree(
     dir: OwnedFd,
     prefix: &str,
+    max_entries: usize,
+    out: &mut Vec<FileEntry>,
+) -> Result<(), EngineError> {
+    list_level(dir, prefix, 0, max_entries, out)
+}
+
+fn list_level(
+    dir: OwnedFd,
+    prefix: &str,
+    depth: usize,
     max_entries: usize,
     out: &mut Vec<FileEntry>,
 ) -> Result<(), EngineError> {
@@ -142,9 +157,10 @@ pub(crate) fn list_tree(
             modified,
         });
         if file_type == FileType::Directory
+            && depth + 1 < LIST_MAX_DEPTH
             && let Ok(child) = openat(&dir, name.as_str(), DIR_FLAGS, Mode::empty())
         {
-            list_tree(child, &path, max_entries, out)?;
+            list_level(child, &path, depth + 1, max_entries, out)?;
         }
     }
     Ok(())
@@ -226,12 +242,7 @@ pub(crate) fn merge_tree(
     prefix: &str,
     dry_run: bool,
 ) -> Result<(), EngineError> {
-    let names: Vec<String> = Dir::read_from(src)
-        .map_err(|e| io_error(prefix, e))?
-        .filter_map(Result::ok)
-        .map(|entry| entry.file_name().to_string_lossy().into_owned())
-        .filter(|name| name != "." && name != "..")
-        .collect();
+    let names = read_names(src).map_err(|e| io_error(prefix, e))?;
     for name in names {
         let shown = if prefix.is_empty() {
             name.clone()
@@ -270,6 +281,56 @@ pub(crate) fn merge_tree(
             }
         } else {
             place(src, &name, dst, &name, &shown)?;
+        }
+    }
+    Ok(())
+}
+
+fn read_names(dir: &OwnedFd) -> Result<Vec<String>, Errno> {
+    Ok(Dir::read_from(dir)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "." && name != "..")
+        .collect())
+}
+
+/// Removes the directory `name` in `parent` with everything below it, at any depth.
+///
+/// No recursion and no descriptor per level: every subdirectory met is first moved up into
+/// `parent` under a fresh name and removed in its turn, so a tree nested a million levels
+/// deep by sandboxed code costs no stack. Symlinks are removed, never followed.
+pub(crate) fn remove_tree(parent: &OwnedFd, name: &str) -> Result<(), Errno> {
+    let mut pending = vec![name.to_string()];
+    while let Some(dir_name) = pending.pop() {
+        let dir = match openat(parent, dir_name.as_str(), DIR_FLAGS, Mode::empty()) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => continue,
+            Err(Errno::NOTDIR | Errno::LOOP) => {
+                rustix::fs::unlinkat(parent, dir_name.as_str(), AtFlags::empty())?;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        loop {
+            let names = read_names(&dir)?;
+            if names.is_empty() {
+                break;
+            }
+            for entry in names {
+                match rustix::fs::unlinkat(&dir, entry.as_str(), AtFlags::empty()) {
+                    Ok(()) | Err(Errno::NOENT) => {}
+                    Err(Errno::ISDIR) => {
+                        let flattened = format!(".petri-rm-{}", crate::ids::new_run_id());
+                        rustix::fs::renameat(&dir, entry.as_str(), parent, flattened.as_str())?;
+                        pending.push(flattened);
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        match rustix::fs::unlinkat(parent, dir_name.as_str(), AtFlags::REMOVEDIR) {
+            Ok(()) | Err(Errno::NOENT) => {}
+            Err(e) => return Err(e),
         }
     }
     Ok(())

@@ -50,15 +50,21 @@ impl Workspaces {
         )))
     }
 
-    /// Frees a workspace's disk. `remove_dir_all` does not follow symlinks.
+    /// Frees a workspace's disk: it is first moved into staging (so it vanishes at once,
+    /// even if removal is interrupted), then removed without recursion whatever its depth.
     pub fn remove(&self, id: &str) -> Result<(), EngineError> {
-        match std::fs::remove_dir_all(self.path(id)) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(EngineError::Io {
-                context: format!("cannot remove workspace of {id}"),
-                source: e,
-            }),
-            _ => Ok(()),
+        let doomed = format!("rm-{id}-{}", crate::ids::new_run_id());
+        match std::fs::rename(self.path(id), self.staging.join(&doomed)) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => {
+                return Err(EngineError::Io {
+                    context: format!("cannot remove workspace of {id}"),
+                    source: e,
+                });
+            }
+            Ok(()) => {}
         }
+        remove_entry(&self.staging, &doomed)
     }
 
     fn open(&self, id: &str) -> Result<std::os::fd::OwnedFd, EngineError> {
@@ -77,8 +83,9 @@ impl Workspaces {
         let shown = path.display();
         let (parents, name) = path.split_last();
         let workspace = self.open(id)?;
-        let parent = fs::open_dir(&workspace, parents, true, &shown)?;
-        let (temp, file) = fs::create_temp(&parent)?;
+        // The body lands in the workspace root first; directories are only created once it
+        // is complete, so a refused upload leaves nothing at all behind.
+        let (temp, file) = fs::create_temp(&workspace)?;
         let mut file = tokio::fs::File::from_std(file);
         let mut written: u64 = 0;
         let result = async {
@@ -102,10 +109,17 @@ impl Workspaces {
         .await;
         drop(file);
         if let Err(e) = result {
-            fs::discard(&parent, &temp);
+            fs::discard(&workspace, &temp);
             return Err(e);
         }
-        fs::place(&parent, &temp, &parent, name, &shown)?;
+        let parent = match fs::open_dir(&workspace, parents, true, &shown) {
+            Ok(parent) => parent,
+            Err(e) => {
+                fs::discard(&workspace, &temp);
+                return Err(e);
+            }
+        };
+        fs::place(&workspace, &temp, &parent, name, &shown)?;
         Ok(written)
     }
 
@@ -193,6 +207,15 @@ impl Workspaces {
     pub fn exists(&self, id: &str) -> bool {
         Path::new(&self.path(id)).is_dir()
     }
+}
+
+/// Removes `name` (a file or a tree of any depth) from the server-owned directory `dir`.
+pub(crate) fn remove_entry(dir: &Path, name: &str) -> Result<(), EngineError> {
+    let parent = fs::open_root(dir)?;
+    fs::remove_tree(&parent, name).map_err(|e| EngineError::Io {
+        context: format!("cannot remove {}", dir.join(name).display()),
+        source: e.into(),
+    })
 }
 
 /// A source of upload chunks (a multipart field in the HTTP layer, a vector in tests).

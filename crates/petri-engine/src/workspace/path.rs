@@ -4,6 +4,8 @@ use crate::EngineError;
 
 const MAX_PATH_BYTES: usize = 4096;
 const MAX_COMPONENT_BYTES: usize = 255;
+/// Deepest path a client may name; keeps every walk over client paths shallow.
+const MAX_DEPTH: usize = 64;
 
 /// A relative path that cannot leave the workspace: no `..`, not absolute, no NUL, no empty
 /// name. It is only ever resolved component by component without following symlinks.
@@ -48,6 +50,9 @@ impl RelPath {
         }
         if components.is_empty() {
             return Err(invalid("names no file"));
+        }
+        if components.len() > MAX_DEPTH {
+            return Err(invalid("is nested deeper than 64 directories"));
         }
         Ok(Self { components })
     }
@@ -100,5 +105,7 @@ mod tests {
         }
         assert!(RelPath::parse(&"a".repeat(256)).is_err());
         assert!(RelPath::parse(&"a/".repeat(3000)).is_err());
+        assert!(RelPath::parse(&"d/".repeat(65)).is_err());
+        assert!(RelPath::parse(&"d/".repeat(64)).is_ok());
     }
 }

@@ -99,7 +99,8 @@ pub(crate) fn extract(
         .map_err(|e| invalid_zip(format!("not a readable zip archive ({e})")))?;
     let entries = validate(&mut archive, limits)?;
 
-    let staging = staging_root.join(format!("zip-{}", crate::ids::new_run_id()));
+    let staging_name = format!("zip-{}", crate::ids::new_run_id());
+    let staging = staging_root.join(&staging_name);
     std::fs::create_dir(&staging).map_err(EngineError::io(format!(
         "cannot create {}",
         staging.display()
@@ -139,7 +140,7 @@ pub(crate) fn extract(
         merge_tree(&staging_fd, Some(workspace), "", false)?;
         Ok(files)
     })();
-    let _ = std::fs::remove_dir_all(&staging);
+    let _ = super::remove_entry(staging_root, &staging_name);
     result
 }
 

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Builds the release binary and prints the benchmark tables (numbers are machine-specific;
+# compare the ratios, which are measured against baselines in the same run).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/ensure-deps.sh
+cargo build --release --locked -p petri
+python3 bench/exec_latency.py target/release/petri "$@"
