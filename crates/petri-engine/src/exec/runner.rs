@@ -302,6 +302,7 @@ async fn supervise(
     mut process: Process,
     collected: &mut Collected,
 ) -> Supervised {
+    let started = std::time::Instant::now();
     let mut output = process.take_output();
     let mut splitter = LineSplitter::new(MAX_LINE_BYTES);
     let mut buffer = vec![0u8; 64 * 1024];
@@ -331,7 +332,10 @@ async fn supervise(
                 process.kill();
             }
             read = read_some(output.as_mut(), &mut buffer), if !eof => match read {
-                Ok(0) | Err(_) => output = None,
+                Ok(0) | Err(_) => {
+                    tracing::debug!(elapsed_us = started.elapsed().as_micros() as u64, "output closed");
+                    output = None;
+                }
                 Ok(n) => {
                     for line in splitter.push(&buffer[..n]) {
                         collected.line(line);
@@ -339,6 +343,7 @@ async fn supervise(
                 }
             },
             status = process.wait(), if exit.is_none() => {
+                tracing::debug!(elapsed_us = started.elapsed().as_micros() as u64, "process exited");
                 exit = Some(status);
                 drain_until.get_or_insert(Instant::now() + DRAIN_GRACE);
             }
