@@ -309,6 +309,21 @@ impl Engine {
         Ok(records.into_iter().map(|r| self.view(r)).collect())
     }
 
+    /// How often a running exec renews its sandbox's expiry.
+    pub(crate) fn heartbeat(&self) -> std::time::Duration {
+        (self.config.sandbox_ttl / 2).clamp(
+            std::time::Duration::from_secs(1),
+            std::time::Duration::from_secs(60),
+        )
+    }
+
+    /// [`Engine::touch`] for background callers: failures are logged, not returned.
+    pub(crate) async fn record_activity(&self, id: &str) {
+        if let Err(e) = self.touch(id).await {
+            tracing::warn!(error = %e, sandbox_id = id, "cannot record sandbox activity");
+        }
+    }
+
     /// Records activity (uploads count, as execs do) so the TTL runs from the last one.
     async fn touch(&self, id: &str) -> Result<(), EngineError> {
         let at = now();

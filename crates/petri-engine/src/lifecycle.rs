@@ -120,7 +120,10 @@ impl Engine {
     ) -> Result<bool, EngineError> {
         let (lookup, at) = (id.to_string(), format_time(now()));
         let changed = self
-            .db(move |store| store.soft_delete_sandbox(&lookup, status, &at))
+            .db(move |store| match status {
+                SandboxStatus::Expired => store.expire_sandbox(&lookup, &at),
+                _ => store.soft_delete_sandbox(&lookup, status, &at),
+            })
             .await?;
         if !changed {
             return Ok(false);

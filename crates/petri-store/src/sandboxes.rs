@@ -115,6 +115,17 @@ impl Store {
         Ok(changed == 1)
     }
 
+    /// Expires a live sandbox, but only if its expiry (re-read now, in the same statement) has
+    /// passed: activity between a sweep's listing and this call saves it.
+    pub fn expire_sandbox(&self, id: &str, now: &str) -> Result<bool, StoreError> {
+        let changed = self.conn().execute(
+            "UPDATE sandboxes SET status = 'expired', deleted_at = ?2 \
+             WHERE id = ?1 AND deleted_at IS NULL AND expires_at <= ?2",
+            params![id, now],
+        )?;
+        Ok(changed == 1)
+    }
+
     /// Live sandboxes whose expiry has passed.
     pub fn expired_sandbox_ids(&self, now: &str) -> Result<Vec<String>, StoreError> {
         let conn = self.conn();

@@ -264,3 +264,37 @@ fn reopening_keeps_data_and_schema() {
     let store = Store::open(&path).unwrap();
     assert!(store.sandbox("sb_a").unwrap().is_some());
 }
+
+#[test]
+fn expiry_rechecks_the_deadline() {
+    let (_dir, store) = store();
+    store
+        .insert_sandbox(&sandbox("sb_a", None, "2026-01-01T00:00:00.000000Z"))
+        .unwrap();
+    // Touched after the sweeper listed it: not expired.
+    store
+        .touch_sandbox(
+            "sb_a",
+            "2026-01-01T00:59:00.000000Z",
+            "2026-01-01T01:59:00.000000Z",
+            false,
+        )
+        .unwrap();
+    assert!(
+        !store
+            .expire_sandbox("sb_a", "2026-01-01T01:00:00.000000Z")
+            .unwrap()
+    );
+    assert!(
+        store
+            .expire_sandbox("sb_a", "2026-01-01T02:00:00.000000Z")
+            .unwrap()
+    );
+    let record = store.sandbox("sb_a").unwrap().unwrap();
+    assert_eq!(record.status, SandboxStatus::Expired);
+    assert!(
+        !store
+            .expire_sandbox("sb_a", "2026-01-01T03:00:00.000000Z")
+            .unwrap()
+    );
+}

@@ -66,6 +66,15 @@ struct Collected {
 }
 
 impl Collected {
+    /// Pushes what was logged so far to disk, so a crash or a reader mid-run sees it.
+    fn flush(&mut self) {
+        if let Some(log) = &mut self.log
+            && log.flush().is_err()
+        {
+            self.log = None;
+        }
+    }
+
     fn line(&mut self, line: String) {
         if !line.trim().is_empty() {
             self.last_line = Some(line.trim().to_string());
@@ -308,6 +317,9 @@ async fn supervise(
     let mut buffer = vec![0u8; 64 * 1024];
     let deadline = Instant::now() + job.timeout;
     let mut drain_until: Option<Instant> = None;
+    // A running exec is activity: keep the sandbox's expiry ahead of now while it runs.
+    let mut heartbeat =
+        tokio::time::interval_at(Instant::now() + engine.heartbeat(), engine.heartbeat());
     let mut stop: Option<Stop> = None;
     let mut exit = None;
     loop {
@@ -326,6 +338,9 @@ async fn supervise(
             () = engine.shutdown.cancelled(), if stop.is_none() && exit.is_none() => {
                 stop = Some(Stop::Shutdown);
             }
+            _ = heartbeat.tick(), if exit.is_none() => {
+                engine.record_activity(&job.sandbox.id).await;
+            }
             () = tokio::time::sleep_until(drain_deadline), if drain_until.is_some() && !eof => {
                 // Something still holds the pipe after the command ended: stop reading.
                 output = None;
@@ -340,6 +355,7 @@ async fn supervise(
                     for line in splitter.push(&buffer[..n]) {
                         collected.line(line);
                     }
+                    collected.flush();
                 }
             },
             status = process.wait(), if exit.is_none() => {

@@ -1,0 +1,11 @@
+//! Integration tests: each starts the real server binary (root is needed for cgroup limits;
+//! CI runs as root) and drives it over HTTP.
+
+mod helpers;
+
+mod exec;
+mod hostile;
+mod isolation;
+mod lifecycle;
+mod limits;
+mod routes;
