@@ -23,5 +23,5 @@ if [ -z "$python" ]; then
 fi
 venv=.venv-sdk
 [ -x "$venv/bin/pytest" ] || { "$python" -m venv "$venv" && "$venv/bin/pip" install -q "jhansi==0.1.7" "pytest>=8"; }
-PETRI_BIN=target/debug/petri "$venv/bin/pytest" -q -p no:cacheprovider -W ignore::DeprecationWarning tests/sdk
+PETRI_BIN=target/debug/petri "$venv/bin/pytest" -q -p no:cacheprovider -p no:warnings tests/sdk
 echo "all tests passed"

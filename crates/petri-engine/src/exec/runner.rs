@@ -235,8 +235,17 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
             .map(std::io::BufWriter::new),
         events: job.events.clone(),
     };
+    let spawning = std::time::Instant::now();
     let outcome = match engine.backend.spawn(&spec, &exec) {
-        Ok(process) => supervise(engine, job, process, &mut collected).await,
+        Ok(process) => {
+            // Spawn cost is dominated by cgroup migration on v1 hosts; worth seeing in logs.
+            tracing::debug!(
+                spawn_us = spawning.elapsed().as_micros() as u64,
+                sandbox_id,
+                "exec started"
+            );
+            supervise(engine, job, process, &mut collected).await
+        }
         Err(e) => {
             tracing::error!(error = %e, sandbox_id, "sandbox failed to start");
             Supervised {
