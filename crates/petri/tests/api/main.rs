@@ -6,6 +6,7 @@ mod helpers;
 mod exec;
 mod hostile;
 mod isolation;
+mod languages;
 mod lifecycle;
 mod limits;
 mod routes;
