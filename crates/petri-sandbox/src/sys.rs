@@ -27,6 +27,9 @@ pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) 
         inherit,
     } = setup;
     let child_setup = move || -> std::io::Result<()> {
+        // Descriptors the server inherited from whatever started it (a shell, a supervisor)
+        // are not close-on-exec; none of them may reach the sandbox.
+        mark_all_close_on_exec()?;
         for procs in &cgroup_procs {
             write(procs.as_fd(), b"0")?;
         }
@@ -49,5 +52,23 @@ pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) 
     // it allocates nothing, takes no locks and touches no state shared with other threads.
     unsafe {
         command.pre_exec(child_setup);
+    }
+}
+
+/// Sets close-on-exec on every descriptor from 3 up, in one system call.
+fn mark_all_close_on_exec() -> std::io::Result<()> {
+    // SAFETY: close_range(2) with CLOSE_RANGE_CLOEXEC only changes descriptor flags of the
+    // calling process; it takes no pointers and is async-signal-safe.
+    let rc = unsafe {
+        libc::close_range(
+            3,
+            libc::c_uint::MAX,
+            libc::CLOSE_RANGE_CLOEXEC as libc::c_int,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
     }
 }

@@ -107,8 +107,28 @@ impl TestServer {
         server
     }
 
+    /// Starts the server from a shell that leaves descriptor 7 (a host file) open and
+    /// inheritable, as a careless supervisor might.
+    pub async fn start_with_leaked_fd() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("state");
+        let mut server = Self::spawn_via(root, Vec::new(), true).await;
+        server._dir = Some(dir);
+        server
+    }
+
     async fn spawn(root: PathBuf, env: Vec<(String, String)>) -> Self {
-        let mut command = Command::new(bin());
+        Self::spawn_via(root, env, false).await
+    }
+
+    async fn spawn_via(root: PathBuf, env: Vec<(String, String)>, leak_fd: bool) -> Self {
+        let mut command = if leak_fd {
+            let mut shell = Command::new("sh");
+            shell.args(["-c", "exec 7</etc/hostname; exec \"$0\" \"$@\"", bin()]);
+            shell
+        } else {
+            Command::new(bin())
+        };
         command
             .args(["serve", "--bind", "127.0.0.1:0"])
             .env("PETRI_WORKSPACE_ROOT", &root)

@@ -133,3 +133,17 @@ async fn every_process_of_an_exec_dies_with_it() {
         .await
     );
 }
+
+#[tokio::test]
+async fn descriptors_inherited_by_the_server_do_not_reach_sandboxes() {
+    let server = TestServer::start_with_leaked_fd().await;
+    let id = server.sandbox().await;
+    let done = server
+        .exec(&id, "ls /proc/self/fd | tr '\\n' ' '; cat <&7 2>&1")
+        .await
+        .done();
+    let output = done["output"].as_str().unwrap();
+    // The shell's own listing fd (3) may appear; 7 must not.
+    assert!(!output.split_whitespace().any(|fd| fd == "7"), "{output}");
+    assert!(output.contains("Bad file descriptor"), "{output}");
+}
