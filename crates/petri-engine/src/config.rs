@@ -33,6 +33,9 @@ pub struct EngineConfig {
     pub max_limits: Limits,
     /// Execs allowed to wait behind a running one in the same sandbox.
     pub exec_queue_max: usize,
+    /// Execs running at once across all sandboxes; more wait their turn (streaming keepalives),
+    /// so a burst of sandboxes cannot commit more memory than the host has.
+    pub max_running_execs: usize,
 }
 
 impl EngineConfig {
@@ -60,6 +63,7 @@ impl EngineConfig {
                 cpu_millis: 8000,
             },
             exec_queue_max: 8,
+            max_running_execs: 32,
         }
     }
 

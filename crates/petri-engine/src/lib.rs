@@ -99,6 +99,8 @@ pub struct Engine {
     slots: Slots,
     tasks: TaskTracker,
     shutdown: CancellationToken,
+    /// Permits for running execs (see [`EngineConfig::max_running_execs`]).
+    running: tokio::sync::Semaphore,
 }
 
 fn not_found(id: &str) -> EngineError {

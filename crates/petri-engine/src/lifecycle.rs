@@ -50,6 +50,7 @@ impl Engine {
             }
         }
         let store = Arc::new(Store::open(&config.db_path())?);
+        let running = tokio::sync::Semaphore::new(config.max_running_execs.max(1));
         let engine = Arc::new(Self {
             workspaces: Workspaces::new(config.sandboxes_dir(), config.staging_dir()),
             logs: Arc::new(RunLogs::new(config.logs_dir(), config.log_max_bytes)),
@@ -59,6 +60,7 @@ impl Engine {
             slots: Slots::default(),
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),
+            running,
         });
         engine.recover()?;
         Ok(engine)

@@ -70,6 +70,9 @@ pub struct ServeArgs {
     /// Execs that may wait behind a running one in the same sandbox.
     #[arg(long, env = "PETRI_EXEC_QUEUE_MAX", default_value_t = 8)]
     pub exec_queue_max: usize,
+    /// Execs running at once across all sandboxes (more wait their turn).
+    #[arg(long, env = "PETRI_MAX_RUNNING_EXECS", default_value_t = 32)]
+    pub max_running_execs: usize,
     /// Seconds between keepalive comments on a quiet exec stream.
     #[arg(long, env = "PETRI_KEEPALIVE_SECONDS", default_value_t = 15)]
     pub keepalive_seconds: u64,
@@ -139,6 +142,7 @@ impl ServeArgs {
             cpu_millis: cpu_millis(self.max_cpus)?,
         };
         config.exec_queue_max = self.exec_queue_max;
+        config.max_running_execs = self.max_running_execs;
         Ok(config)
     }
 }

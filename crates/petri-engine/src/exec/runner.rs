@@ -102,8 +102,15 @@ impl Collected {
 pub(crate) async fn run_exec(engine: Arc<Engine>, job: ExecJob) {
     let slot = job.slot.clone();
     let waiting = CountGuard::enter(&slot.waiting);
+    // First this sandbox's turn, then a server-wide running permit; both waits stream
+    // keepalives and give way to deletion and shutdown.
+    let turn = async {
+        let guard = slot.queue.lock().await;
+        let permit = engine.running.acquire().await;
+        (guard, permit)
+    };
     let turn = tokio::select! {
-        guard = slot.queue.lock() => Ok(guard),
+        turn = turn => Ok(turn),
         () = slot.doomed.cancelled() => Err(Stop::SandboxGone),
         () = engine.shutdown.cancelled() => Err(Stop::Shutdown),
     };

@@ -130,3 +130,31 @@ async fn without_cgroups_limits_degrade_to_rlimits_and_say_so() {
         "{done}"
     );
 }
+
+#[tokio::test]
+async fn server_wide_cap_queues_execs_across_sandboxes() {
+    let server = TestServer::start_with(&[
+        ("PETRI_MAX_RUNNING_EXECS", "1"),
+        ("PETRI_KEEPALIVE_SECONDS", "1"),
+    ])
+    .await;
+    let (a, b) = (server.sandbox().await, server.sandbox().await);
+    let command = "date +%s%N; sleep 1.5; date +%s%N";
+    let (first, second) = tokio::join!(server.exec(&a, command), server.exec(&b, command));
+    let span = |result: &ExecResult| -> (u128, u128) {
+        let lines = result.lines();
+        (
+            lines[0].trim().parse().unwrap(),
+            lines[1].trim().parse().unwrap(),
+        )
+    };
+    let (a_start, a_end) = span(&first);
+    let (b_start, b_end) = span(&second);
+    assert!(
+        a_end <= b_start || b_end <= a_start,
+        "the two execs overlapped"
+    );
+    // The one that waited kept its stream alive meanwhile.
+    let waited = if a_start < b_start { &second } else { &first };
+    assert!(waited.raw.contains(": keepalive"), "{}", waited.raw);
+}
