@@ -11,8 +11,8 @@ use rustix::process::{Resource, Rlimit, setrlimit};
 /// What the child does to itself before it becomes bubblewrap.
 #[derive(Debug, Default)]
 pub(crate) struct ChildSetup {
-    /// Open `cgroup.procs` files; writing "0" moves the writer into that cgroup, so every
-    /// process of the sandbox is accounted from its first instruction.
+    /// Open `cgroup.procs` (v2) or `tasks` (v1) files; writing "0" moves the writer into that
+    /// cgroup, so every process of the sandbox is accounted from its first instruction.
     pub cgroup_procs: Vec<OwnedFd>,
     /// Resource limits to set (the fallback when no cgroup is writable, plus hygiene limits).
     pub rlimits: Vec<(Resource, u64)>,
