@@ -197,7 +197,11 @@ impl Cgroups {
             // thread there skips the global threadgroup lock that `cgroup.procs` takes, whose
             // RCU grace period cost 5-13 ms per exec here (0.5 ms via `tasks`). The child is
             // single-threaded between fork and exec, so thread and process are the same.
-            let join_file = if controller.is_empty() { "cgroup.procs" } else { "tasks" };
+            let join_file = if controller.is_empty() {
+                "cgroup.procs"
+            } else {
+                "tasks"
+            };
             let procs_path = dir.join(join_file);
             let file = OpenOptions::new()
                 .write(true)

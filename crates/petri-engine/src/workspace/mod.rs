@@ -86,32 +86,15 @@ impl Workspaces {
         // The body lands in the workspace root first; directories are only created once it
         // is complete, so a refused upload leaves nothing at all behind.
         let (temp, file) = fs::create_temp(&workspace)?;
-        let mut file = tokio::fs::File::from_std(file);
-        let mut written: u64 = 0;
-        let result = async {
-            while let Some(chunk) = body.next_chunk().await? {
-                written += chunk.len() as u64;
-                if written > max_bytes {
-                    return Err(EngineError::TooLarge {
-                        what: format!("upload {shown:?}"),
-                        limit: format!("{max_bytes} bytes (PETRI_MAX_UPLOAD_MB)"),
-                    });
+        let what = format!("upload {shown:?}");
+        let written =
+            match copy_capped(&mut body, tokio::fs::File::from_std(file), max_bytes, &what).await {
+                Ok(written) => written,
+                Err(e) => {
+                    fs::discard(&workspace, &temp);
+                    return Err(e);
                 }
-                file.write_all(&chunk)
-                    .await
-                    .map_err(EngineError::io("writing upload"))?;
-            }
-            file.flush()
-                .await
-                .map_err(EngineError::io("writing upload"))?;
-            Ok(())
-        }
-        .await;
-        drop(file);
-        if let Err(e) = result {
-            fs::discard(&workspace, &temp);
-            return Err(e);
-        }
+            };
         let parent = match fs::open_dir(&workspace, parents, true, &shown) {
             Ok(parent) => parent,
             Err(e) => {
@@ -135,25 +118,10 @@ impl Workspaces {
             .staging
             .join(format!("upload-{}.zip", crate::ids::new_run_id()));
         let result = async {
-            let mut file = tokio::fs::File::create(&archive)
+            let file = tokio::fs::File::create(&archive)
                 .await
                 .map_err(EngineError::io("cannot stage zip upload"))?;
-            let mut written: u64 = 0;
-            while let Some(chunk) = body.next_chunk().await? {
-                written += chunk.len() as u64;
-                if written > max_bytes {
-                    return Err(EngineError::TooLarge {
-                        what: "zip upload".into(),
-                        limit: format!("{max_bytes} bytes (PETRI_MAX_UPLOAD_MB)"),
-                    });
-                }
-                file.write_all(&chunk)
-                    .await
-                    .map_err(EngineError::io("staging zip upload"))?;
-            }
-            file.flush()
-                .await
-                .map_err(EngineError::io("staging zip upload"))?;
+            copy_capped(&mut body, file, max_bytes, "zip upload").await?;
             let workspace = self.open(id)?;
             let staging = self.staging.clone();
             let archive = archive.clone();
@@ -205,8 +173,34 @@ impl Workspaces {
     }
 
     pub fn exists(&self, id: &str) -> bool {
-        Path::new(&self.path(id)).is_dir()
+        self.path(id).is_dir()
     }
+}
+
+/// Streams `body` into `file`, refusing it once it exceeds `max_bytes`. Returns its size.
+async fn copy_capped(
+    body: &mut impl ChunkSource,
+    mut file: tokio::fs::File,
+    max_bytes: u64,
+    what: &str,
+) -> Result<u64, EngineError> {
+    let mut written: u64 = 0;
+    while let Some(chunk) = body.next_chunk().await? {
+        written += chunk.len() as u64;
+        if written > max_bytes {
+            return Err(EngineError::TooLarge {
+                what: what.to_string(),
+                limit: format!("{max_bytes} bytes (PETRI_MAX_UPLOAD_MB)"),
+            });
+        }
+        file.write_all(&chunk)
+            .await
+            .map_err(EngineError::io(format!("writing {what}")))?;
+    }
+    file.flush()
+        .await
+        .map_err(EngineError::io(format!("writing {what}")))?;
+    Ok(written)
 }
 
 /// Removes `name` (a file or a tree of any depth) from the server-owned directory `dir`.
