@@ -40,6 +40,10 @@ impl ApiError {
         }
     }
 
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
     pub fn not_found() -> Self {
         Self::new(StatusCode::NOT_FOUND, "not_found", "Not Found")
     }

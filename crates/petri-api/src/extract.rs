@@ -67,6 +67,46 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
     }
 }
 
+/// A multipart body, or the v0.11-shaped 422 when the request is not one.
+pub fn accept_multipart(
+    multipart: Result<Multipart, axum::extract::multipart::MultipartRejection>,
+) -> Result<Multipart, ApiError> {
+    multipart.map_err(|e| {
+        ApiError::validation(
+            &["body"],
+            "multipart",
+            format!(
+                "expected a multipart/form-data body with a 'file' part: {}",
+                e.body_text()
+            ),
+            Value::Null,
+        )
+    })
+}
+
+/// Longest we keep reading a refused upload.
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// When an upload is refused part-way (413), reads and discards the rest of the body (bounded
+/// by the router's outer body limit and a timeout) before answering. Closing a socket with
+/// unread data makes the kernel send a reset, and the client would lose our answer.
+pub async fn drain_if_refused<T>(
+    multipart: &mut Multipart,
+    result: Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    if let Err(error) = &result
+        && error.status() == StatusCode::PAYLOAD_TOO_LARGE
+    {
+        let drain = async {
+            while let Ok(Some(mut field)) = multipart.next_field().await {
+                while let Ok(Some(_)) = field.chunk().await {}
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, drain).await;
+    }
+    result
+}
+
 /// The error for a multipart body without a `file` part, in the v0.11 shape.
 pub fn missing_file() -> ApiError {
     ApiError::validation(&["body", "file"], "missing", "Field required", Value::Null)

@@ -36,8 +36,11 @@ const MULTIPART_OVERHEAD: usize = 64 << 10;
 
 /// Builds the application.
 pub fn router(state: AppState) -> Router {
+    // The engine enforces the upload limit exactly; this outer bound also leaves room to
+    // drain a refused upload so its client can read the 413 (see `drain_if_refused`).
     let upload_limit = usize::try_from(state.engine.config().upload_max_bytes)
         .unwrap_or(usize::MAX)
+        .saturating_mul(2)
         .saturating_add(MULTIPART_OVERHEAD);
     let uploads = Router::new()
         .route(

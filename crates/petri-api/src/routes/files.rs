@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::AppState;
 use crate::error::ApiError;
-use crate::extract::{FieldChunks, missing_file, next_field};
+use crate::extract::{FieldChunks, accept_multipart, drain_if_refused, missing_file, next_field};
 
 pub(crate) async fn upload_file(
     State(state): State<AppState>,
@@ -20,17 +20,7 @@ pub(crate) async fn upload_file(
 ) -> Result<Response, ApiError> {
     // Unknown sandboxes are refused before the body is read.
     state.engine.sandbox(&id).await?;
-    let mut multipart = multipart.map_err(|e| {
-        ApiError::validation(
-            &["body"],
-            "multipart",
-            format!(
-                "expected a multipart/form-data body with a 'file' part: {}",
-                e.body_text()
-            ),
-            serde_json::Value::Null,
-        )
-    })?;
+    let mut multipart = accept_multipart(multipart)?;
     // Other parts are skipped; the first part named `file` is the upload.
     while let Some(field) = next_field(&mut multipart).await? {
         if field.name() != Some("file") {
@@ -46,7 +36,9 @@ pub(crate) async fn upload_file(
         let size = state
             .engine
             .upload_file(&id, &filename, FieldChunks(field))
-            .await?;
+            .await
+            .map_err(ApiError::from);
+        let size = drain_if_refused(&mut multipart, size).await?;
         return Ok((
             StatusCode::CREATED,
             Json(json!({ "filename": filename, "size": size })),
@@ -62,17 +54,7 @@ pub(crate) async fn upload_zip(
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
     state.engine.sandbox(&id).await?;
-    let mut multipart = multipart.map_err(|e| {
-        ApiError::validation(
-            &["body"],
-            "multipart",
-            format!(
-                "expected a multipart/form-data body with a 'file' part: {}",
-                e.body_text()
-            ),
-            serde_json::Value::Null,
-        )
-    })?;
+    let mut multipart = accept_multipart(multipart)?;
     while let Some(field) = next_field(&mut multipart).await? {
         if field.name() != Some("file") {
             continue;
