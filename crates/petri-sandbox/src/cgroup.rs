@@ -44,6 +44,14 @@ fn write_file(path: &Path, value: &str) -> Result<(), SandboxError> {
     fs::write(path, value).map_err(io_err(path))
 }
 
+/// Proves we may create sandbox cgroups under `parent` (it may exist, made by another user).
+fn probe_writable(parent: &Path) -> Result<(), String> {
+    let probe = parent.join(format!("probe-{}", std::process::id()));
+    fs::create_dir(&probe)
+        .and_then(|()| fs::remove_dir(&probe))
+        .map_err(|e| format!("cannot create cgroups under {}: {e}", parent.display()))
+}
+
 /// The server's own cgroup path for `controller` (`""` for the v2 line) from `/proc/self/cgroup`.
 fn own_path(proc_self_cgroup: &str, controller: &str) -> Option<String> {
     proc_self_cgroup.lines().find_map(|line| {
@@ -96,6 +104,7 @@ impl Cgroups {
             let parent = mount.join(own).join(GROUP_NAME);
             fs::create_dir_all(&parent)
                 .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            probe_writable(&parent)?;
             parents.push((controller.to_string(), parent));
         }
         Ok(CgroupMode::V1 { parents })
@@ -125,6 +134,7 @@ impl Cgroups {
         }
         let parent = own.join(GROUP_NAME);
         fs::create_dir_all(&parent).map_err(|e| fail("create", &parent, e))?;
+        probe_writable(&parent)?;
         let nested = parent.join("cgroup.subtree_control");
         fs::write(&nested, V2_CONTROLLERS)
             .map_err(|e| fail("enable controllers in", &nested, e))?;

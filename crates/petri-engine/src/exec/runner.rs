@@ -261,7 +261,8 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
                 oom_killed: false,
                 stop: None,
                 duration: Duration::ZERO,
-                start_error: Some(format!("sandbox failed to start: {e}")),
+                // The cause names host paths; it goes to the server log, not to clients.
+                start_error: Some("sandbox failed to start (the server log has the cause)".into()),
             }
         }
     };

@@ -21,6 +21,13 @@ pub struct TestServer {
     pub banner: String,
 }
 
+/// How the server process is started.
+enum Launch {
+    Direct,
+    LeakingFd,
+    AsNobody(PathBuf),
+}
+
 /// One parsed SSE event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
@@ -112,22 +119,54 @@ impl TestServer {
     pub async fn start_with_leaked_fd() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("state");
-        let mut server = Self::spawn_via(root, Vec::new(), true).await;
+        let mut server = Self::spawn_via(root, Vec::new(), Launch::LeakingFd).await;
+        server._dir = Some(dir);
+        server
+    }
+
+    /// Starts the server as the unprivileged user `nobody` (the test itself must be root).
+    pub async fn start_as_nobody() -> Self {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        // The build directory may sit under a home nobody cannot traverse.
+        let binary = dir.path().join("petri");
+        std::fs::copy(bin(), &binary).unwrap();
+        let root = dir.path().join("state");
+        std::fs::create_dir(&root).unwrap();
+        Command::new("chown")
+            .args(["nobody", root.to_str().unwrap()])
+            .status()
+            .unwrap();
+        let mut server = Self::spawn_via(
+            root,
+            vec![("HOME".into(), "/tmp".into())],
+            Launch::AsNobody(binary),
+        )
+        .await;
         server._dir = Some(dir);
         server
     }
 
     async fn spawn(root: PathBuf, env: Vec<(String, String)>) -> Self {
-        Self::spawn_via(root, env, false).await
+        Self::spawn_via(root, env, Launch::Direct).await
     }
 
-    async fn spawn_via(root: PathBuf, env: Vec<(String, String)>, leak_fd: bool) -> Self {
-        let mut command = if leak_fd {
-            let mut shell = Command::new("sh");
-            shell.args(["-c", "exec 7</etc/hostname; exec \"$0\" \"$@\"", bin()]);
-            shell
-        } else {
-            Command::new(bin())
+    async fn spawn_via(root: PathBuf, env: Vec<(String, String)>, launch: Launch) -> Self {
+        let mut command = match launch {
+            Launch::Direct => Command::new(bin()),
+            Launch::LeakingFd => {
+                let mut shell = Command::new("sh");
+                shell.args(["-c", "exec 7</etc/hostname; exec \"$0\" \"$@\"", bin()]);
+                shell
+            }
+            Launch::AsNobody(binary) => {
+                let mut setpriv = Command::new("setpriv");
+                setpriv
+                    .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+                    .arg(binary);
+                setpriv
+            }
         };
         command
             .args(["serve", "--bind", "127.0.0.1:0"])

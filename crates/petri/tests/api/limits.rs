@@ -158,3 +158,37 @@ async fn server_wide_cap_queues_execs_across_sandboxes() {
     let waited = if a_start < b_start { &second } else { &first };
     assert!(waited.raw.contains(": keepalive"), "{}", waited.raw);
 }
+
+#[tokio::test]
+async fn an_unprivileged_server_still_isolates_and_says_limits_are_degraded() {
+    let server = TestServer::start_as_nobody().await;
+    assert!(
+        server.banner.contains("limits degraded"),
+        "{}",
+        server.banner
+    );
+    let (_, health) = server.get_json("/health").await;
+    assert_eq!(health["limits"]["degraded"], true);
+    let id = server.create(json!({"memory_mb": 64})).await;
+    let done = server
+        .exec(&id, "id -u; echo hi > /sandbox/f && cat /sandbox/f; python3 -c \"b = bytearray(300 * 1024 * 1024)\"")
+        .await
+        .done();
+    let output = done["output"].as_str().unwrap();
+    assert!(output.starts_with("1000\nhi\n"), "{output}");
+    assert!(output.contains("MemoryError"), "{output}");
+    let isolated = server
+        .exec(
+            &id,
+            "cat /proc/net/dev | grep -c eth; grep CapEff /proc/self/status",
+        )
+        .await
+        .done();
+    assert!(
+        isolated["output"]
+            .as_str()
+            .unwrap()
+            .contains("CapEff:\t0000000000000000"),
+        "{isolated}"
+    );
+}
