@@ -14,8 +14,11 @@ use std::process::Stdio;
 use rustix::process::Resource;
 
 use crate::cgroup::{Cgroups, OomWatch};
+use crate::net::private_network;
 use crate::sys::{ChildSetup, install};
-use crate::{Backend, BackendInfo, ExecSpec, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec};
+use crate::{
+    Backend, BackendInfo, ExecSpec, Network, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec,
+};
 
 /// The uid and gid sandboxed code runs as, inside its user namespace.
 const SANDBOX_UID: u32 = 1000;
@@ -329,6 +332,22 @@ impl Backend for BwrapBackend {
                 .iter()
                 .flat_map(|(k, v)| ["--setenv".into(), k.into(), v.into()]),
         );
+        let network = match exec.network {
+            Network::None => None,
+            Network::RegistryProxy { port } => {
+                let proxy = format!("http://127.0.0.1:{port}");
+                for key in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
+                    setup.extend(["--setenv".into(), key.into(), proxy.clone().into()]);
+                }
+                // Keep the namespace prepared for us instead of a fresh, empty one.
+                setup.push("--share-net".into());
+                Some(private_network(port)?)
+            }
+        };
+        let (netns, proxy_listener) = match network {
+            Some(net) => (Some(net.namespace), Some(net.listener)),
+            None => (None, None),
+        };
         setup.extend(workspace_args(&sandbox.workspace));
         let args_fd = args_pipe(&setup).map_err(spawn_err)?;
         let args_fd_number = args_fd.as_raw_fd().to_string();
@@ -346,6 +365,7 @@ impl Backend for BwrapBackend {
                 cgroup_procs,
                 rlimits: self.rlimits(sandbox),
                 inherit: vec![args_fd],
+                netns,
             },
         );
         let child = command.spawn().map_err(spawn_err)?;
@@ -354,7 +374,7 @@ impl Backend for BwrapBackend {
         drop(command);
         let output =
             tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(spawn_err)?;
-        Ok(Process::new(child, output, oom))
+        Ok(Process::new(child, output, oom, proxy_listener))
     }
 
     fn destroy(&self, sandbox_id: &str) -> Result<(), SandboxError> {

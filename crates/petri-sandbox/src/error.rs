@@ -20,6 +20,8 @@ pub enum SandboxError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot prepare the sandbox's registry-only network (needs root): {0}")]
+    Network(std::io::Error),
     #[error("waiting for sandbox process failed: {0}")]
     Wait(std::io::Error),
 }

@@ -9,6 +9,7 @@
 mod bwrap;
 mod cgroup;
 mod error;
+mod net;
 mod process;
 mod sys;
 
@@ -44,6 +45,17 @@ pub struct SandboxSpec {
     pub limits: Limits,
 }
 
+/// What network an exec gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Network {
+    /// Loopback only: user code.
+    #[default]
+    None,
+    /// Loopback plus a proxy listener on `127.0.0.1:<port>` that the server serves
+    /// (dependency installs). `HTTPS_PROXY` and friends point at it.
+    RegistryProxy { port: u16 },
+}
+
 /// One command to run in a sandbox.
 #[derive(Debug, Clone)]
 pub struct ExecSpec {
@@ -51,6 +63,7 @@ pub struct ExecSpec {
     pub command: String,
     /// Extra environment on top of the backend's clean base environment.
     pub env: Vec<(String, String)>,
+    pub network: Network,
 }
 
 /// How limits are enforced on this host, for `/health` and the start-up line.

@@ -27,16 +27,29 @@ pub struct Process {
     output: Option<Output>,
     oom: OomWatch,
     started: Instant,
+    proxy_listener: Option<std::net::TcpListener>,
 }
 
 impl Process {
-    pub(crate) fn new(child: tokio::process::Child, output: Output, oom: OomWatch) -> Self {
+    pub(crate) fn new(
+        child: tokio::process::Child,
+        output: Output,
+        oom: OomWatch,
+        proxy_listener: Option<std::net::TcpListener>,
+    ) -> Self {
         Self {
             child,
             output: Some(output),
             oom,
             started: Instant::now(),
+            proxy_listener,
         }
+    }
+
+    /// The listener inside the exec's network namespace, for [`crate::Network::RegistryProxy`]:
+    /// whoever serves it decides what the exec can reach.
+    pub fn take_proxy_listener(&mut self) -> Option<std::net::TcpListener> {
+        self.proxy_listener.take()
     }
 
     /// Takes the output pipe (once). It reaches end-of-file when every process of the tree

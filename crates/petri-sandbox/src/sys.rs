@@ -18,6 +18,8 @@ pub(crate) struct ChildSetup {
     pub rlimits: Vec<(Resource, u64)>,
     /// Descriptors bubblewrap must inherit (they are opened close-on-exec).
     pub inherit: Vec<OwnedFd>,
+    /// A network namespace to enter instead of the one bubblewrap would create.
+    pub netns: Option<OwnedFd>,
 }
 
 pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) {
@@ -25,6 +27,7 @@ pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) 
         cgroup_procs,
         rlimits,
         inherit,
+        netns,
     } = setup;
     let child_setup = move || -> std::io::Result<()> {
         // Descriptors the server inherited from whatever started it (a shell, a supervisor)
@@ -45,10 +48,17 @@ pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) 
         for fd in &inherit {
             fcntl_setfd(fd.as_fd(), FdFlags::empty())?;
         }
+        if let Some(netns) = &netns {
+            rustix::thread::move_into_link_name_space(
+                netns.as_fd(),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )?;
+        }
         Ok(())
     };
     // SAFETY: `pre_exec` closures run in the child after fork. This one only performs
-    // write(2), setrlimit(2) and fcntl(2) on descriptors and vectors allocated before the fork;
+    // close_range(2), write(2), setrlimit(2), fcntl(2) and setns(2) on descriptors and vectors
+    // allocated before the fork;
     // it allocates nothing, takes no locks and touches no state shared with other threads.
     unsafe {
         command.pre_exec(child_setup);
@@ -71,4 +81,36 @@ fn mark_all_close_on_exec() -> std::io::Result<()> {
     } else {
         Err(std::io::Error::last_os_error())
     }
+}
+
+/// Moves the calling thread (only) into a new network namespace.
+pub(crate) fn unshare_thread_network() -> std::io::Result<()> {
+    // SAFETY: unshare_unsafe is unsafe because CLONE_FILES would split the descriptor table
+    // between threads; only CLONE_NEWNET is requested, which affects nothing but this thread's
+    // view of the network.
+    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }?;
+    Ok(())
+}
+
+/// Brings the loopback interface of the calling thread's network namespace up.
+pub(crate) fn loopback_up() -> std::io::Result<()> {
+    let socket = std::net::UdpSocket::bind("0.0.0.0:0")?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the flags of the interface named in `request` into it; the
+    // pointer is valid for the whole call and `fd` is an open socket.
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: after SIOCGIFFLAGS the flags member of the union is the initialised one.
+    unsafe { request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: SIOCSIFFLAGS reads `request`, valid for the whole call.
+    if unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }

@@ -228,6 +228,8 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
     let exec = ExecSpec {
         command: job.command.clone(),
         env: Vec::new(),
+        // User code never gets a network; only dependency installs will.
+        network: petri_sandbox::Network::None,
     };
     let mut collected = Collected {
         text: String::new(),

@@ -1,0 +1,239 @@
+//! The CONNECT proxy itself (hyper), one accept loop per sandbox listener.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+
+use crate::Allowlist;
+use crate::allowlist::normalise_host;
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A client that does not finish its request head in this time is dropped.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Whose traffic a listener carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProxyTag {
+    pub sandbox_id: String,
+    pub run_id: String,
+}
+
+/// One connection attempt through the proxy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionEvent {
+    pub tag: ProxyTag,
+    /// The requested target as the sandbox sent it (host:port, or the method and URI).
+    pub target: String,
+    pub allowed: bool,
+    /// Why it was refused, or how the tunnel ended.
+    pub detail: Option<String>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+}
+
+/// Receives every connection event (the engine records them against the run).
+pub trait AuditSink: Send + Sync + std::fmt::Debug {
+    fn record(&self, event: ConnectionEvent);
+}
+
+/// The proxy: an allowlist shared by every listener it serves.
+#[derive(Debug, Clone)]
+pub struct EgressProxy {
+    allowlist: Arc<Allowlist>,
+}
+
+/// Addresses a registry name must never resolve to (unless private mirrors are allowed):
+/// the host itself, the LAN, link-local (cloud metadata at 169.254.169.254).
+fn is_internal(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.octets()[0] == 0
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_internal(IpAddr::V4(v4)),
+            None => {
+                v6.is_loopback()
+                    || v6.is_unspecified()
+                    || v6.is_multicast()
+                    || (v6.segments()[0] & 0xfe00) == 0xfc00
+                    || (v6.segments()[0] & 0xffc0) == 0xfe80
+            }
+        },
+    }
+}
+
+fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))));
+    *response.status_mut() = status;
+    response
+}
+
+impl EgressProxy {
+    pub fn new(allowlist: Allowlist) -> Self {
+        Self {
+            allowlist: Arc::new(allowlist),
+        }
+    }
+
+    pub fn allowlist(&self) -> &Allowlist {
+        &self.allowlist
+    }
+
+    /// Serves `listener` (bound inside a sandbox's network namespace) until the returned
+    /// task is aborted. Must be called inside a tokio runtime.
+    pub fn serve(
+        &self,
+        listener: std::net::TcpListener,
+        tag: ProxyTag,
+        sink: Arc<dyn AuditSink>,
+    ) -> std::io::Result<tokio::task::JoinHandle<()>> {
+        listener.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(listener)?;
+        let proxy = self.clone();
+        Ok(tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                let (proxy, tag, sink) = (proxy.clone(), tag.clone(), sink.clone());
+                tokio::spawn(async move {
+                    let service = hyper::service::service_fn(move |request| {
+                        let (proxy, tag, sink) = (proxy.clone(), tag.clone(), sink.clone());
+                        async move { Ok::<_, Infallible>(proxy.handle(request, tag, sink).await) }
+                    });
+                    let connection = hyper::server::conn::http1::Builder::new()
+                        .header_read_timeout(HEADER_TIMEOUT)
+                        .timer(hyper_util::rt::TokioTimer::new())
+                        .serve_connection(TokioIo::new(stream), service)
+                        .with_upgrades();
+                    if let Err(e) = connection.await {
+                        tracing::debug!(error = %e, "egress proxy connection ended with an error");
+                    }
+                });
+            }
+        }))
+    }
+
+    async fn handle(
+        &self,
+        request: Request<Incoming>,
+        tag: ProxyTag,
+        sink: Arc<dyn AuditSink>,
+    ) -> Response<Full<Bytes>> {
+        let deny = |target: String, status: StatusCode, why: &str| {
+            tracing::info!(
+                sandbox_id = tag.sandbox_id,
+                run_id = tag.run_id,
+                target,
+                why,
+                "egress denied"
+            );
+            sink.record(ConnectionEvent {
+                tag: tag.clone(),
+                target,
+                allowed: false,
+                detail: Some(why.to_string()),
+                bytes_up: 0,
+                bytes_down: 0,
+            });
+            reply(status, why)
+        };
+        if request.method() != Method::CONNECT {
+            let target = format!("{} {}", request.method(), request.uri());
+            return deny(
+                target,
+                StatusCode::METHOD_NOT_ALLOWED,
+                "only CONNECT tunnels to registries are allowed",
+            );
+        }
+        let Some(authority) = request.uri().authority().cloned() else {
+            return deny(
+                request.uri().to_string(),
+                StatusCode::BAD_REQUEST,
+                "CONNECT needs host:port",
+            );
+        };
+        let target = authority.to_string();
+        let (Some(host), Some(port)) = (normalise_host(authority.host()), authority.port_u16())
+        else {
+            return deny(
+                target,
+                StatusCode::BAD_REQUEST,
+                "CONNECT needs a host name and a port",
+            );
+        };
+        if !self.allowlist.allows(&host, port) {
+            return deny(
+                target,
+                StatusCode::FORBIDDEN,
+                "destination is not an allowed registry",
+            );
+        }
+        let addresses: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), port)).await
+        {
+            Ok(found) => found.collect(),
+            Err(_) => return deny(target, StatusCode::BAD_GATEWAY, "name does not resolve"),
+        };
+        if addresses.is_empty() {
+            return deny(target, StatusCode::BAD_GATEWAY, "name does not resolve");
+        }
+        if !self.allowlist.allow_private && addresses.iter().any(|a| is_internal(a.ip())) {
+            return deny(
+                target,
+                StatusCode::FORBIDDEN,
+                "name resolves to an internal address",
+            );
+        }
+        let upstream =
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addresses[..])).await {
+                Ok(Ok(stream)) => stream,
+                _ => return deny(target, StatusCode::BAD_GATEWAY, "registry unreachable"),
+            };
+        tracing::info!(
+            sandbox_id = tag.sandbox_id,
+            run_id = tag.run_id,
+            target,
+            "egress allowed"
+        );
+        tokio::spawn(async move {
+            let (mut up, mut down, mut detail) = (0, 0, None);
+            match hyper::upgrade::on(request).await {
+                Ok(upgraded) => {
+                    let mut client = TokioIo::new(upgraded);
+                    let mut upstream = upstream;
+                    match tokio::io::copy_bidirectional(&mut client, &mut upstream).await {
+                        Ok((sent, received)) => (up, down) = (sent, received),
+                        Err(e) => detail = Some(format!("tunnel closed: {e}")),
+                    }
+                }
+                Err(e) => detail = Some(format!("upgrade failed: {e}")),
+            }
+            sink.record(ConnectionEvent {
+                tag,
+                target,
+                allowed: true,
+                detail,
+                bytes_up: up,
+                bytes_down: down,
+            });
+        });
+        reply(StatusCode::OK, "")
+    }
+}
+
+#[cfg(test)]
+mod tests;
