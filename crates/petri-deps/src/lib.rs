@@ -1,0 +1,98 @@
+//! Which dependencies a workspace needs and how to install them.
+//!
+//! Detection is manifest first (the user knows best), with an import scan as the fallback and
+//! as a cross-check ("missing imports"). Every file read here comes from a sandbox: reads are
+//! bounded in count, size and depth, and nothing is executed. A plan is a command that the
+//! engine runs *inside* the sandbox with registry-only network; this crate never spawns
+//! anything itself.
+#![forbid(unsafe_code)]
+
+mod python;
+mod scan;
+
+use std::path::Path;
+
+use sha2::{Digest, Sha256};
+
+/// Where installed dependencies and installer caches live inside the sandbox.
+pub const DEPS_DIR: &str = "/sandbox/.petri";
+/// Python packages are installed here (a `--target` directory on `PYTHONPATH`).
+pub const PYTHON_TARGET: &str = "/sandbox/.petri/python";
+
+/// Failures reading a workspace.
+#[derive(Debug, thiserror::Error)]
+pub enum DepsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The installer a plan uses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Installer {
+    /// `uv pip install` (path of the uv binary inside the sandbox).
+    Uv(String),
+    /// `python3 -m pip install`.
+    Pip,
+}
+
+/// Tools available to installs.
+#[derive(Debug, Clone, Default)]
+pub struct Toolbox {
+    /// Path of `uv` inside the sandbox, when the server provides it.
+    pub uv: Option<String>,
+}
+
+/// What to install for a workspace, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DepPlan {
+    /// `requirements.txt`, `pyproject.toml` or `imports`.
+    pub source: String,
+    /// Distributions named (for reporting; the manifest itself is authoritative).
+    pub packages: Vec<String>,
+    /// Third-party imports the manifest does not list (they are installed too).
+    pub missing_imports: Vec<String>,
+    /// Shell command run inside the sandbox.
+    pub command: String,
+    /// Environment of the install command.
+    pub env: Vec<(String, String)>,
+    /// Changes whenever what would be installed changes; equal fingerprints skip the install.
+    pub fingerprint: String,
+}
+
+/// Environment every exec of a sandbox in `language` gets, so installed dependencies are
+/// visible to any command (compound ones too) without the user setting anything.
+pub fn runtime_env(language: &str) -> Vec<(String, String)> {
+    match language {
+        "python" => vec![("PYTHONPATH".into(), PYTHON_TARGET.into())],
+        _ => Vec::new(),
+    }
+}
+
+/// The install plan for `workspace` (a host path), or `None` when nothing needs installing.
+pub fn plan(language: &str, workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
+    match language {
+        "python" => python::plan(workspace, tools),
+        _ => Ok(None),
+    }
+}
+
+pub(crate) fn fingerprint(parts: &[&[u8]]) -> String {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        hasher.update((part.len() as u64).to_le_bytes());
+        hasher.update(part);
+    }
+    hasher
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Quotes a value for `sh -c`.
+pub(crate) fn shell_quote(value: &str) -> String {
+    format!("'{}'", value.replace('\'', "'\\''"))
+}
