@@ -69,6 +69,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sandboxes/{id}/runs", get(routes::runs::for_sandbox))
         .route("/v1/runs/{run_id}", get(routes::runs::get))
         .route("/v1/runs/{run_id}/output", get(routes::runs::output))
+        .route("/v1/runs/{run_id}/egress", get(routes::runs::egress))
         .route("/dashboard", get(routes::dashboard::page))
         .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .merge(uploads)

@@ -43,17 +43,20 @@ const KEEPALIVE: &str = ": keepalive\n\n";
 
 /// The `done` sent if the exec task vanished without one (it never should).
 fn lost_done() -> DoneInfo {
-    DoneInfo {
-        exit_code: 1,
-        duration_ms: 0,
-        output: String::new(),
-        error: Some("internal error: the exec ended without a result".into()),
-        run_id: String::new(),
-        status: RunStatus::Failed,
-        timed_out: false,
-        truncated: false,
-        oom_killed: false,
-    }
+    DoneInfo::failed(
+        String::new(),
+        1,
+        RunStatus::Failed,
+        "internal error: the exec ended without a result".into(),
+    )
+}
+
+/// One `install` event: installer progress, a separate event type old clients ignore.
+pub(crate) fn install_frame(line: &str) -> String {
+    format!(
+        "event: install\ndata: {}\n\n",
+        line.strip_suffix('\n').unwrap_or(line)
+    )
 }
 
 /// Turns an exec stream into an SSE response.
@@ -63,6 +66,7 @@ pub fn response(stream: ExecStream, format: OutputFormat, keepalive: Duration) -
         let frame = tokio::select! {
             event = stream.recv() => match event {
                 Some(ExecEvent::Output(line)) => return Some((frame_ok(output_frame(&line, format)), Some(stream))),
+                Some(ExecEvent::Install(line)) => return Some((frame_ok(install_frame(&line)), Some(stream))),
                 Some(ExecEvent::Done(done)) => done_frame(&done),
                 None => done_frame(&lost_done()),
             },
@@ -104,17 +108,7 @@ mod tests {
             output_frame("say \"hi\" é\n", OutputFormat::Json),
             "event: output\ndata: {\"type\": \"output\", \"data\": \"say \\\"hi\\\" \\u00e9\"}\n\n"
         );
-        let done = DoneInfo {
-            exit_code: 3,
-            duration_ms: 30,
-            output: String::new(),
-            error: Some("unknown".into()),
-            run_id: "run_1".into(),
-            status: RunStatus::Failed,
-            timed_out: false,
-            truncated: false,
-            oom_killed: false,
-        };
+        let done = DoneInfo::failed("run_1".into(), 3, RunStatus::Failed, "unknown".into());
         assert!(done_frame(&done).starts_with(
             "event: done\ndata: {\"exit_code\": 3, \"duration_ms\": 30, \"output\": \"\", \"error\": \"unknown\", \"run_id\": \"run_1\", \"status\": \"failed\""
         ));

@@ -72,7 +72,11 @@ pub fn runtime_env(language: &str) -> Vec<(String, String)> {
 }
 
 /// The install plan for `workspace` (a host path), or `None` when nothing needs installing.
-pub fn plan(language: &str, workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
+pub fn plan(
+    language: &str,
+    workspace: &Path,
+    tools: &Toolbox,
+) -> Result<Option<DepPlan>, DepsError> {
     match language {
         "python" => python::plan(workspace, tools),
         _ => Ok(None),

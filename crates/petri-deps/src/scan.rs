@@ -10,7 +10,15 @@ const MAX_FILES: usize = 2_000;
 const MAX_FILE_BYTES: u64 = 1 << 20;
 const MAX_DEPTH: usize = 12;
 /// Directories that hold installed or generated code, never the project's own imports.
-const SKIP_DIRS: &[&str] = &["node_modules", "site-packages", "venv", "__pycache__", "target", "build", "dist"];
+const SKIP_DIRS: &[&str] = &[
+    "node_modules",
+    "site-packages",
+    "venv",
+    "__pycache__",
+    "target",
+    "build",
+    "dist",
+];
 
 /// `O_NOFOLLOW | O_NONBLOCK`: a planted symlink fails instead of being followed, a planted
 /// FIFO cannot block the server.
@@ -47,10 +55,15 @@ pub(crate) fn files_with_extension(root: &Path, extension: &str) -> Vec<PathBuf>
         };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let path = relative.join(&name);
             if kind.is_dir() {
-                if depth < MAX_DEPTH && !name.starts_with('.') && !SKIP_DIRS.contains(&name.as_str()) {
+                if depth < MAX_DEPTH
+                    && !name.starts_with('.')
+                    && !SKIP_DIRS.contains(&name.as_str())
+                {
                     pending.push((path, depth + 1));
                 }
             } else if kind.is_file() && name.ends_with(extension) {
@@ -65,4 +78,3 @@ pub(crate) fn files_with_extension(root: &Path, extension: &str) -> Vec<PathBuf>
     found.sort();
     found
 }
-

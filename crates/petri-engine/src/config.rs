@@ -36,6 +36,10 @@ pub struct EngineConfig {
     /// Execs running at once across all sandboxes; more wait their turn (streaming keepalives),
     /// so a burst of sandboxes cannot commit more memory than the host has.
     pub max_running_execs: usize,
+    /// Longest a dependency install may take.
+    pub install_timeout: Duration,
+    /// Installer binaries available inside sandboxes.
+    pub toolbox: petri_deps::Toolbox,
 }
 
 impl EngineConfig {
@@ -64,6 +68,8 @@ impl EngineConfig {
             },
             exec_queue_max: 8,
             max_running_execs: 32,
+            install_timeout: Duration::from_secs(600),
+            toolbox: petri_deps::Toolbox::default(),
         }
     }
 

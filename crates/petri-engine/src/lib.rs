@@ -4,6 +4,7 @@
 //! and the workspaces on disk. It knows nothing about HTTP.
 #![forbid(unsafe_code)]
 
+mod audit;
 mod config;
 mod error;
 mod exec;
@@ -25,8 +26,10 @@ use tokio_util::task::TaskTracker;
 
 pub use config::EngineConfig;
 pub use error::EngineError;
-pub use exec::{DoneInfo, ExecEvent, ExecRequest, ExecStream};
+pub use exec::{DoneInfo, ExecEvent, ExecRequest, ExecStream, InstallSummary};
 pub use language::SUPPORTED_LANGUAGES;
+pub use petri_deps::Toolbox;
+pub use petri_egress::{Allowlist, DEFAULT_ALLOWLIST as DEFAULT_EGRESS_ALLOWLIST, EgressProxy};
 pub use petri_store::{AgentMetrics, Metrics, RunRecord, RunStatus, SandboxRecord, SandboxStatus};
 pub use workspace::{ChunkSource, FileContent, FileEntry};
 
@@ -86,6 +89,16 @@ pub struct EngineInfo {
     pub output_max_bytes: u64,
     pub log_max_bytes: u64,
     pub upload_max_bytes: u64,
+    /// Dependency installs: whether they can run here, with which installer, reaching what.
+    pub installs: InstallInfo,
+}
+
+/// The dependency-install part of [`EngineInfo`].
+#[derive(Debug, Clone, Serialize)]
+pub struct InstallInfo {
+    pub available: bool,
+    pub python_installer: &'static str,
+    pub egress_allowlist: Vec<String>,
 }
 
 /// The engine. Share it as `Arc<Engine>`.
@@ -101,6 +114,11 @@ pub struct Engine {
     shutdown: CancellationToken,
     /// Permits for running execs (see [`EngineConfig::max_running_execs`]).
     running: tokio::sync::Semaphore,
+    /// Serves the registry proxy of dependency installs; `None` where the host cannot
+    /// give an exec its own network namespace.
+    egress: Option<EgressProxy>,
+    /// Where proxy connection events go (the registry).
+    audit: Arc<dyn petri_egress::AuditSink>,
 }
 
 fn not_found(id: &str) -> EngineError {
@@ -174,6 +192,19 @@ impl Engine {
             output_max_bytes: self.config.output_max_bytes,
             log_max_bytes: self.config.log_max_bytes,
             upload_max_bytes: self.config.upload_max_bytes,
+            installs: InstallInfo {
+                available: self.egress.is_some(),
+                python_installer: if self.config.toolbox.uv.is_some() {
+                    "uv"
+                } else {
+                    "pip"
+                },
+                egress_allowlist: self
+                    .egress
+                    .as_ref()
+                    .map(|e| e.allowlist().entries())
+                    .unwrap_or_default(),
+            },
         }
     }
 
@@ -488,6 +519,15 @@ impl Engine {
                 source: e,
             }),
         }
+    }
+
+    /// Connections a run attempted through the registry proxy.
+    pub async fn run_egress(
+        &self,
+        run_id: &str,
+    ) -> Result<Vec<petri_store::EgressRecord>, EngineError> {
+        let run = self.run(run_id).await?;
+        self.db(move |store| store.egress_of_run(&run.id)).await
     }
 
     /// The v0.11 metrics.

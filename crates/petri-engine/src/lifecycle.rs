@@ -30,6 +30,7 @@ impl Engine {
     pub fn start(
         config: EngineConfig,
         backend: Arc<dyn Backend>,
+        egress: Option<petri_egress::EgressProxy>,
     ) -> Result<Arc<Self>, EngineError> {
         // Only the server may read the registry, logs and workspaces.
         for dir in [
@@ -55,8 +56,10 @@ impl Engine {
             workspaces: Workspaces::new(config.sandboxes_dir(), config.staging_dir()),
             logs: Arc::new(RunLogs::new(config.logs_dir(), config.log_max_bytes)),
             config,
+            audit: Arc::new(crate::audit::StoreAudit::new(store.clone())),
             store,
             backend,
+            egress,
             slots: Slots::default(),
             tasks: TaskTracker::new(),
             shutdown: CancellationToken::new(),

@@ -69,6 +69,8 @@ pub struct BwrapConfig {
     pub extra_ro_paths: Vec<PathBuf>,
     /// Environment every exec gets on top of the base (CA bundle variables and the like).
     pub base_env: Vec<(String, String)>,
+    /// Host files (installer binaries such as `uv`) mounted read-only at a sandbox path.
+    pub tools: Vec<(PathBuf, String)>,
     pub cgroups: Cgroups,
 }
 
@@ -159,6 +161,12 @@ impl BwrapBackend {
         }
     }
 
+    /// Whether this host lets the server give an exec its own network namespace with a proxy
+    /// listener (root, or CAP_SYS_ADMIN): dependency installs need it.
+    pub fn supports_registry_network(&self) -> bool {
+        private_network(0).is_ok()
+    }
+
     fn rlimits(&self, sandbox: &SandboxSpec) -> Vec<(Resource, u64)> {
         let mut limits = vec![(Resource::Core, 0)];
         if matches!(
@@ -244,6 +252,9 @@ fn base_args(config: &BwrapConfig, host_root: &Path) -> Vec<OsString> {
                 format!("{ALIAS_DIR}/{alias}").into(),
             ]);
         }
+    }
+    for (host, inside) in &config.tools {
+        args.extend(["--ro-bind".into(), host.into(), inside.into()]);
     }
     let uid = SANDBOX_UID.to_string();
     let mut push = |parts: &[&str]| args.extend(parts.iter().map(OsString::from));
@@ -392,6 +403,7 @@ mod tests {
             runtime_dir: runtime.to_path_buf(),
             tmp_size_bytes: 64 << 20,
             extra_ro_paths: vec!["/opt/toolchain".into()],
+            tools: vec![("/srv/uv".into(), "/opt/petri/bin/uv".into())],
             base_env: vec![("SSL_CERT_FILE".into(), "/etc/ssl/certs/ca.crt".into())],
             cgroups: Cgroups::unavailable("test"),
         }
@@ -423,6 +435,7 @@ mod tests {
             "--ro-bind-try /etc/java-17-openjdk /etc/java-17-openjdk",
             "--ro-bind /run/petri/passwd /etc/passwd",
             "--ro-bind-try /opt/toolchain /opt/toolchain",
+            "--ro-bind /srv/uv /opt/petri/bin/uv",
             "--proc /proc --dev /dev",
             "--size 67108864 --tmpfs /tmp",
             "--symlink /usr/bin/python3 /opt/petri/bin/python",

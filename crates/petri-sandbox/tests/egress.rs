@@ -59,6 +59,7 @@ async fn registry_profile_reaches_only_the_allowlist() {
             ("SSL_CERT_FILE".into(), ca.clone()),
             ("REQUESTS_CA_BUNDLE".into(), ca),
         ],
+        tools: Vec::new(),
         cgroups: Cgroups::unavailable("test"),
     })
     .unwrap();
@@ -132,6 +133,7 @@ async fn default_profile_has_no_proxy_listener() {
         tmp_size_bytes: 64 << 20,
         extra_ro_paths: Vec::new(),
         base_env: Vec::new(),
+        tools: Vec::new(),
         cgroups: Cgroups::unavailable("test"),
     })
     .unwrap();

@@ -177,3 +177,16 @@ pub struct AgentMetrics {
     pub runs: u64,
     pub success_rate: f64,
 }
+
+/// One connection attempt through the egress proxy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EgressRecord {
+    pub sandbox_id: String,
+    pub run_id: String,
+    pub at: String,
+    pub target: String,
+    pub allowed: bool,
+    pub detail: Option<String>,
+    pub bytes_up: u64,
+    pub bytes_down: u64,
+}

@@ -298,3 +298,34 @@ fn expiry_rechecks_the_deadline() {
             .unwrap()
     );
 }
+
+#[test]
+fn installs_and_egress_are_recorded() {
+    let (_dir, store) = store();
+    store
+        .insert_sandbox(&sandbox("sb_a", None, "2026-01-01T00:00:00.000000Z"))
+        .unwrap();
+    assert_eq!(store.install_fingerprint("sb_a").unwrap(), None);
+    store
+        .record_install("sb_a", "f1", "requirements.txt", "t1", "run_1")
+        .unwrap();
+    store
+        .record_install("sb_a", "f2", "requirements.txt", "t2", "run_2")
+        .unwrap();
+    assert_eq!(
+        store.install_fingerprint("sb_a").unwrap().as_deref(),
+        Some("f2")
+    );
+    let event = EgressRecord {
+        sandbox_id: "sb_a".into(),
+        run_id: "run_2".into(),
+        at: "t2".into(),
+        target: "pypi.org:443".into(),
+        allowed: true,
+        detail: None,
+        bytes_up: 10,
+        bytes_down: 20,
+    };
+    store.record_egress(&event).unwrap();
+    assert_eq!(store.egress_of_run("run_2").unwrap(), vec![event]);
+}

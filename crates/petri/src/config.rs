@@ -82,6 +82,18 @@ pub struct ServeArgs {
     /// Extra host paths mounted read-only into sandboxes (colon-separated), e.g. toolchains under /opt.
     #[arg(long, env = "PETRI_EXTRA_RO_PATHS", value_delimiter = ':')]
     pub extra_ro_paths: Vec<PathBuf>,
+    /// Hosts dependency installs may reach (comma-separated `host`, `host:port`, `*.suffix`).
+    #[arg(long, env = "PETRI_EGRESS_ALLOW", default_value = petri_engine::DEFAULT_EGRESS_ALLOWLIST)]
+    pub egress_allow: String,
+    /// Let allowlisted names resolve to private or loopback addresses (a mirror on the LAN).
+    #[arg(long, env = "PETRI_EGRESS_ALLOW_PRIVATE", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub egress_allow_private: bool,
+    /// The `uv` binary used for Python installs (default: `uv` on PATH; else pip is used).
+    #[arg(long, env = "PETRI_UV")]
+    pub uv: Option<PathBuf>,
+    /// Longest a dependency install may take, in seconds.
+    #[arg(long, env = "PETRI_INSTALL_TIMEOUT_SECONDS", default_value_t = 600)]
+    pub install_timeout_seconds: u64,
     /// Use per-process rlimits even where cgroups are writable.
     #[arg(long, env = "PETRI_DISABLE_CGROUPS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub disable_cgroups: bool,
@@ -143,6 +155,7 @@ impl ServeArgs {
         };
         config.exec_queue_max = self.exec_queue_max;
         config.max_running_execs = self.max_running_execs;
+        config.install_timeout = Duration::from_secs(self.install_timeout_seconds.max(1));
         Ok(config)
     }
 }

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use petri_api::{AppState, router};
-use petri_engine::Engine;
-use petri_sandbox::{Backend, BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
+use petri_engine::{Allowlist, EgressProxy, Engine, Toolbox};
+use petri_sandbox::{BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
 
 use crate::config::ServeArgs;
 
@@ -34,10 +34,26 @@ fn ca_environment() -> Vec<(String, String)> {
     env
 }
 
+/// Where the `uv` binary appears inside sandboxes.
+const UV_IN_SANDBOX: &str = "/opt/petri/bin/uv";
+
+/// The `uv` to mount into sandboxes: `PETRI_UV`, else the first `uv` on PATH.
+fn find_uv(args: &ServeArgs) -> Option<std::path::PathBuf> {
+    if let Some(uv) = &args.uv {
+        return Some(uv.clone());
+    }
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|dir| std::path::Path::new(dir).join("uv"))
+        .find(|candidate| candidate.is_file())
+}
+
 fn build_backend(
     args: &ServeArgs,
     runtime_dir: std::path::PathBuf,
-) -> Result<Arc<dyn Backend>, String> {
+    uv: Option<&std::path::Path>,
+) -> Result<BwrapBackend, String> {
     let cgroups = if args.disable_cgroups {
         Cgroups::unavailable("disabled by PETRI_DISABLE_CGROUPS")
     } else {
@@ -47,16 +63,31 @@ fn build_backend(
     if let petri_sandbox::CgroupMode::Unavailable { reason } = cgroups.mode() {
         tracing::warn!(%reason, "limits degraded: no writable cgroup, falling back to rlimits");
     }
-    let backend = BwrapBackend::new(BwrapConfig {
+    BwrapBackend::new(BwrapConfig {
         binary: args.bwrap.clone(),
         runtime_dir,
         tmp_size_bytes: args.tmp_mb << 20,
         extra_ro_paths: args.extra_ro_paths.clone(),
         base_env: ca_environment(),
+        tools: uv
+            .map(|uv| (uv.to_path_buf(), UV_IN_SANDBOX.to_string()))
+            .into_iter()
+            .collect(),
         cgroups,
     })
-    .map_err(|e| e.to_string())?;
-    Ok(Arc::new(backend))
+    .map_err(|e| e.to_string())
+}
+
+/// The registry proxy, when this host can give installs their own network namespace.
+fn build_egress(args: &ServeArgs, backend: &BwrapBackend) -> Result<Option<EgressProxy>, String> {
+    let mut allowlist = Allowlist::parse(&args.egress_allow).map_err(|e| e.to_string())?;
+    allowlist.allow_private = args.egress_allow_private;
+    if backend.supports_registry_network() {
+        Ok(Some(EgressProxy::new(allowlist)))
+    } else {
+        tracing::warn!("dependency installs unavailable: creating a network namespace needs root");
+        Ok(None)
+    }
 }
 
 pub fn run(args: ServeArgs) -> Result<(), String> {
@@ -66,8 +97,14 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async move {
-        let backend = build_backend(&args, config.runtime_dir())?;
-        let engine = Engine::start(config, backend).map_err(|e| e.to_string())?;
+        let uv = find_uv(&args);
+        let mut config = config;
+        config.toolbox = Toolbox {
+            uv: uv.as_ref().map(|_| UV_IN_SANDBOX.to_string()),
+        };
+        let backend = build_backend(&args, config.runtime_dir(), uv.as_deref())?;
+        let egress = build_egress(&args, &backend)?;
+        let engine = Engine::start(config, Arc::new(backend), egress).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;

@@ -26,6 +26,16 @@ pub(crate) async fn get(
     Ok(Json(views::run(&state.engine.run(&run_id).await?)))
 }
 
+pub(crate) async fn egress(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    let events = state.engine.run_egress(&run_id).await?;
+    Ok(Json(
+        serde_json::to_value(events).expect("egress records serialise"),
+    ))
+}
+
 pub(crate) async fn output(
     State(state): State<AppState>,
     Path(run_id): Path<String>,

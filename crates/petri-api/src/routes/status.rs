@@ -28,6 +28,7 @@ pub(crate) async fn health(State(state): State<AppState>) -> Json<Value> {
         "workspace_root": info.workspace_root,
         "sandbox_ttl_seconds": info.sandbox_ttl_seconds,
         "log_max_bytes": info.log_max_bytes,
+        "installs": info.installs,
     }))
 }
 

@@ -18,7 +18,9 @@ pub(crate) fn requirement_names(text: &str) -> Vec<String> {
     text.lines()
         .take(10_000)
         .map(|line| line.split(" #").next().unwrap_or("").trim())
-        .filter(|line| !line.is_empty() && !line.starts_with(['#', '-', '.', '/']) && !line.contains("://"))
+        .filter(|line| {
+            !line.is_empty() && !line.starts_with(['#', '-', '.', '/']) && !line.contains("://")
+        })
         .filter_map(requirement_name)
         .collect()
 }
@@ -36,14 +38,11 @@ pub(crate) fn pyproject_dependencies(text: &str) -> Vec<String> {
             continue;
         }
         if in_project && !collecting {
-            if let Some(rest) = trimmed.strip_prefix("dependencies") {
-                if let Some(list) = rest.trim_start().strip_prefix('=') {
-                    collecting = true;
-                    names.extend(quoted_names(list));
-                    if list.contains(']') {
-                        collecting = false;
-                    }
-                }
+            if let Some(rest) = trimmed.strip_prefix("dependencies")
+                && let Some(list) = rest.trim_start().strip_prefix('=')
+            {
+                collecting = !list.contains(']');
+                names.extend(quoted_names(list));
             }
         } else if collecting {
             names.extend(quoted_names(trimmed));
@@ -72,7 +71,10 @@ mod tests {
     fn requirements_names_skip_options_urls_and_comments() {
         let text = "requests>=2.31 # http\n# comment\n-r other.txt\n--index-url https://x\nnumpy==1.26\n\
                     pandas[performance]; python_version>'3.8'\ngit+https://github.com/a/b\n./local\n  flask  \n";
-        assert_eq!(requirement_names(text), ["requests", "numpy", "pandas", "flask"]);
+        assert_eq!(
+            requirement_names(text),
+            ["requests", "numpy", "pandas", "flask"]
+        );
     }
 
     #[test]
@@ -86,7 +88,12 @@ mod tests {
 
     #[test]
     fn hostile_manifests_do_not_panic() {
-        for text in ["[project]\ndependencies =", "\u{0}\u{ffff}", "dependencies = [\"", &"[".repeat(100_000)] {
+        for text in [
+            "[project]\ndependencies =",
+            "\u{0}\u{ffff}",
+            "dependencies = [\"",
+            &"[".repeat(100_000),
+        ] {
             let _ = pyproject_dependencies(text);
             let _ = requirement_names(text);
         }

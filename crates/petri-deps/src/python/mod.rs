@@ -41,7 +41,10 @@ fn installer(tools: &Toolbox) -> Installer {
 fn install_command(installer: &Installer, args: &str, missing: &[String]) -> String {
     let staged = format!("{PYTHON_TARGET}.new");
     let base = match installer {
-        Installer::Uv(uv) => format!("{} pip install --python /usr/bin/python3 --target {staged}", shell_quote(uv)),
+        Installer::Uv(uv) => format!(
+            "{} pip install --python /usr/bin/python3 --target {staged}",
+            shell_quote(uv)
+        ),
         Installer::Pip => format!(
             "/usr/bin/python3 -m pip install --disable-pip-version-check --no-input --no-warn-script-location --target {staged}"
         ),
@@ -57,17 +60,20 @@ fn install_command(installer: &Installer, args: &str, missing: &[String]) -> Str
             missing.join(", ")
         ));
     }
-    command.push_str(&format!(" && rm -rf {PYTHON_TARGET} && mv {staged} {PYTHON_TARGET}"));
+    command.push_str(&format!(
+        " && rm -rf {PYTHON_TARGET} && mv {staged} {PYTHON_TARGET}"
+    ));
     command
 }
 
 fn env(installer: &Installer) -> Vec<(String, String)> {
-    let mut env = vec![("PIP_CACHE_DIR".to_string(), "/sandbox/.petri/cache/pip".to_string())];
+    let mut env = vec![(
+        "PIP_CACHE_DIR".to_string(),
+        "/sandbox/.petri/cache/pip".to_string(),
+    )];
     if matches!(installer, Installer::Uv(_)) {
         env.push(("UV_CACHE_DIR".into(), "/sandbox/.petri/cache/uv".into()));
         env.push(("UV_NO_PROGRESS".into(), "1".into()));
-        // Install-time TLS goes through the host's CA bundle (registries may be re-signed).
-        env.push(("UV_NATIVE_TLS".into(), "1".into()));
     }
     env
 }
@@ -82,14 +88,28 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
     } else if is_file(&workspace.join("requirements.txt")) {
         let bytes = read_file(&workspace.join("requirements.txt")).unwrap_or_default();
         let listed = manifest::requirement_names(&String::from_utf8_lossy(&bytes));
-        ("requirements.txt", bytes, listed, "-r /sandbox/requirements.txt".to_string())
+        (
+            "requirements.txt",
+            bytes,
+            listed,
+            "-r /sandbox/requirements.txt".to_string(),
+        )
     } else {
         if imports.is_empty() {
             return Ok(None);
         }
-        let packages: Vec<String> = imports.iter().map(|m| distribution_for(m)).collect::<BTreeSet<_>>().into_iter().collect();
+        let packages: Vec<String> = imports
+            .iter()
+            .map(|m| distribution_for(m))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
         let quoted: Vec<String> = packages.iter().map(|p| shell_quote(p)).collect();
-        let print = fingerprint(&[b"imports", packages.join("\n").as_bytes(), installer_key(&installer)]);
+        let print = fingerprint(&[
+            b"imports",
+            packages.join("\n").as_bytes(),
+            installer_key(&installer),
+        ]);
         return Ok(Some(DepPlan {
             source: "imports".into(),
             command: install_command(&installer, &quoted.join(" "), &[]),
@@ -107,7 +127,12 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    let print = fingerprint(&[source.as_bytes(), &manifest, missing.join("\n").as_bytes(), installer_key(&installer)]);
+    let print = fingerprint(&[
+        source.as_bytes(),
+        &manifest,
+        missing.join("\n").as_bytes(),
+        installer_key(&installer),
+    ]);
     Ok(Some(DepPlan {
         source: source.into(),
         command: install_command(&installer, &args, &missing),

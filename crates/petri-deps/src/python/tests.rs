@@ -21,7 +21,10 @@ fn uv() -> Toolbox {
 #[test]
 fn import_scan_maps_distributions_and_skips_stdlib_and_local_modules() {
     let ws = workspace(&[
-        ("main.py", "import os, sys\nimport numpy as np\nfrom sklearn.linear_model import X\nimport cv2\nfrom . import sibling\nimport helpers\nfrom pkg.sub import y\n# import fake\nimport yaml  # config\n"),
+        (
+            "main.py",
+            "import os, sys\nimport numpy as np\nfrom sklearn.linear_model import X\nimport cv2\nfrom . import sibling\nimport helpers\nfrom pkg.sub import y\n# import fake\nimport yaml  # config\n",
+        ),
         ("helpers.py", "from PIL import Image\nimport bs4\n"),
         ("pkg/__init__.py", ""),
         ("pkg/sub.py", "import json"),
@@ -32,9 +35,20 @@ fn import_scan_maps_distributions_and_skips_stdlib_and_local_modules() {
     assert_eq!(plan.source, "imports");
     assert_eq!(
         plan.packages,
-        ["Pillow", "PyYAML", "beautifulsoup4", "numpy", "opencv-python", "scikit-learn"]
+        [
+            "Pillow",
+            "PyYAML",
+            "beautifulsoup4",
+            "numpy",
+            "opencv-python",
+            "scikit-learn"
+        ]
     );
-    assert!(plan.command.contains("--target /sandbox/.petri/python.new"), "{}", plan.command);
+    assert!(
+        plan.command.contains("--target /sandbox/.petri/python.new"),
+        "{}",
+        plan.command
+    );
     assert!(plan.command.contains("'opencv-python'"));
 }
 
@@ -49,19 +63,28 @@ fn requirements_win_and_unlisted_imports_are_reported() {
     assert_eq!(plan.packages, ["requests", "scikit-learn"]);
     assert_eq!(plan.missing_imports, ["PyYAML"]);
     assert!(plan.command.contains("-r /sandbox/requirements.txt"));
-    assert!(plan.command.contains("could not install unlisted imports: PyYAML"));
+    assert!(
+        plan.command
+            .contains("could not install unlisted imports: PyYAML")
+    );
 }
 
 #[test]
 fn pyproject_comes_first() {
     let ws = workspace(&[
-        ("pyproject.toml", "[project]\nname = \"demo\"\ndependencies = [\"httpx\"]\n"),
+        (
+            "pyproject.toml",
+            "[project]\nname = \"demo\"\ndependencies = [\"httpx\"]\n",
+        ),
         ("requirements.txt", "flask\n"),
     ]);
     let plan = plan(ws.path(), &uv()).unwrap().unwrap();
     assert_eq!(plan.source, "pyproject.toml");
     assert_eq!(plan.packages, ["httpx"]);
-    assert!(plan.command.contains("--target /sandbox/.petri/python.new /sandbox"));
+    assert!(
+        plan.command
+            .contains("--target /sandbox/.petri/python.new /sandbox")
+    );
 }
 
 #[test]
@@ -71,7 +94,10 @@ fn fingerprint_follows_the_manifest_and_the_installer() {
     assert_eq!(plan(ws.path(), &uv()).unwrap().unwrap().fingerprint, first);
     let pip = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
     assert_ne!(pip.fingerprint, first);
-    assert!(pip.command.starts_with("rm -rf /sandbox/.petri/python.new && /usr/bin/python3 -m pip install"));
+    assert!(
+        pip.command
+            .starts_with("rm -rf /sandbox/.petri/python.new && /usr/bin/python3 -m pip install")
+    );
     fs::write(ws.path().join("requirements.txt"), "six==1.16.0\n").unwrap();
     assert_ne!(plan(ws.path(), &uv()).unwrap().unwrap().fingerprint, first);
 }

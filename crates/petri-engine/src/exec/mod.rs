@@ -1,11 +1,14 @@
 //! Exec: the event stream a client sees, and the task that runs one command.
 
+mod install;
 mod lines;
 mod runner;
+mod supervise;
 
 use petri_store::RunStatus;
 use serde::Serialize;
 
+pub use install::InstallSummary;
 pub(crate) use runner::{ExecJob, run_exec};
 
 /// One event of an exec stream. Every stream ends with exactly one [`ExecEvent::Done`].
@@ -14,6 +17,8 @@ pub enum ExecEvent {
     /// One line of merged stdout/stderr, with its trailing `\n` (absent on a final
     /// unterminated line).
     Output(String),
+    /// One line of dependency-installer output (its own event type; old clients ignore it).
+    Install(String),
     Done(Box<DoneInfo>),
 }
 
@@ -29,6 +34,27 @@ pub struct DoneInfo {
     pub timed_out: bool,
     pub truncated: bool,
     pub oom_killed: bool,
+    /// What the dependency step did, when the workspace has dependencies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub install: Option<InstallSummary>,
+}
+
+impl DoneInfo {
+    /// A `done` for a run that produced no output.
+    pub fn failed(run_id: String, exit_code: i32, status: RunStatus, error: String) -> Self {
+        Self {
+            exit_code,
+            duration_ms: 0,
+            output: String::new(),
+            error: Some(error),
+            run_id,
+            status,
+            timed_out: false,
+            truncated: false,
+            oom_killed: false,
+            install: None,
+        }
+    }
 }
 
 /// The receiving end of an exec; dropping it does not stop the command.

@@ -1,0 +1,195 @@
+//! The dependency step of an exec: detect, skip when unchanged since the last successful
+//! install, otherwise install inside the same sandbox with registry-only network, streaming
+//! the installer's lines as `install` events (never as program output).
+
+use std::sync::Arc;
+
+use petri_egress::{PROXY_PORT, ProxyTag};
+use petri_sandbox::{ExecSpec, Network, SandboxSpec};
+use serde::Serialize;
+
+use super::ExecEvent;
+use super::runner::ExecJob;
+use super::supervise::{Collected, Stop, Supervised, supervise};
+use crate::Engine;
+use crate::ids::{format_time, now};
+
+/// What the dependency step did, reported in `done` as `install`.
+#[derive(Debug, Clone, Serialize)]
+pub struct InstallSummary {
+    /// `pyproject.toml`, `requirements.txt` or `imports`.
+    pub source: String,
+    pub packages: Vec<String>,
+    /// Third-party imports the manifest does not list (installed as a best effort).
+    pub missing_imports: Vec<String>,
+    /// False when nothing changed since the last successful install and it was skipped.
+    pub installed: bool,
+    pub duration_ms: u64,
+}
+
+/// Outcome of the dependency step.
+#[derive(Debug)]
+pub(crate) enum InstallStep {
+    /// Nothing to install for this workspace.
+    NotNeeded,
+    /// Dependencies are in place (installed now or earlier).
+    Ready(InstallSummary),
+    /// The install failed; the command must not run.
+    Failed {
+        summary: InstallSummary,
+        outcome: Supervised,
+        error: String,
+    },
+}
+
+fn plural(items: &[String]) -> &'static str {
+    if items.len() == 1 { "it" } else { "them" }
+}
+
+pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -> InstallStep {
+    let sandbox_id = job.sandbox.id.clone();
+    let workspace = engine.workspaces.path(&sandbox_id);
+    let language = job.sandbox.language.clone();
+    let tools = engine.config.toolbox.clone();
+    let planned =
+        tokio::task::spawn_blocking(move || petri_deps::plan(&language, &workspace, &tools)).await;
+    let plan = match planned {
+        Ok(Ok(Some(plan))) => plan,
+        Ok(Ok(None)) => return InstallStep::NotNeeded,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, sandbox_id, "dependency detection failed");
+            return InstallStep::NotNeeded;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, sandbox_id, "dependency detection panicked");
+            return InstallStep::NotNeeded;
+        }
+    };
+    let mut summary = InstallSummary {
+        source: plan.source.clone(),
+        packages: plan.packages.clone(),
+        missing_imports: plan.missing_imports.clone(),
+        installed: false,
+        duration_ms: 0,
+    };
+    let lookup = sandbox_id.clone();
+    let current = engine
+        .db(move |store| store.install_fingerprint(&lookup))
+        .await;
+    if current.ok().flatten().as_deref() == Some(plan.fingerprint.as_str()) {
+        return InstallStep::Ready(summary);
+    }
+
+    let announce = |line: String| {
+        let _ = job.events.send(ExecEvent::Install(line));
+    };
+    announce(format!(
+        "installing dependencies from {}: {}\n",
+        plan.source,
+        if plan.packages.is_empty() {
+            "(project)".to_string()
+        } else {
+            plan.packages.join(", ")
+        }
+    ));
+    if !plan.missing_imports.is_empty() {
+        announce(format!(
+            "{} does not list {} (imported by the code); installing {} too\n",
+            plan.source,
+            plan.missing_imports.join(", "),
+            plural(&plan.missing_imports)
+        ));
+    }
+    let Some(egress) = &engine.egress else {
+        return InstallStep::Failed {
+            summary,
+            outcome: Supervised::not_started("no registry egress"),
+            error:
+                "dependency install unavailable: this server has no registry egress (it needs root)"
+                    .into(),
+        };
+    };
+    let spec = SandboxSpec {
+        id: sandbox_id.clone(),
+        workspace: engine.workspaces.path(&sandbox_id),
+        limits: engine.limits_of(&job.sandbox),
+    };
+    let mut env = plan.env.clone();
+    env.extend(petri_deps::runtime_env(&job.sandbox.language));
+    let exec = ExecSpec {
+        command: plan.command.clone(),
+        env,
+        network: Network::RegistryProxy { port: PROXY_PORT },
+    };
+    let mut process = match engine.backend.spawn(&spec, &exec) {
+        Ok(process) => process,
+        Err(e) => {
+            tracing::error!(error = %e, sandbox_id, "install sandbox failed to start");
+            return InstallStep::Failed {
+                summary,
+                outcome: Supervised::not_started("install sandbox failed to start"),
+                error: "dependency install failed: the install sandbox did not start (the server log has the cause)".into(),
+            };
+        }
+    };
+    let tag = ProxyTag {
+        sandbox_id: sandbox_id.clone(),
+        run_id: run_id.to_string(),
+    };
+    let serving = process
+        .take_proxy_listener()
+        .and_then(|listener| egress.serve(listener, tag, engine.audit.clone()).ok());
+    let mut collected = Collected::install(job.events.clone());
+    let timeout = engine.config.install_timeout;
+    let outcome = supervise(
+        engine,
+        &job.slot,
+        &sandbox_id,
+        process,
+        &mut collected,
+        timeout,
+    )
+    .await;
+    if let Some(serving) = serving {
+        serving.abort();
+    }
+    summary.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
+    if outcome.start_error.is_none() && outcome.stop.is_none() && outcome.exit_code == 0 {
+        let (fingerprint, source, at, run) = (
+            plan.fingerprint,
+            plan.source,
+            format_time(now()),
+            run_id.to_string(),
+        );
+        let recorded = engine
+            .db(move |store| store.record_install(&sandbox_id, &fingerprint, &source, &at, &run))
+            .await;
+        if let Err(e) = recorded {
+            tracing::error!(error = %e, "cannot record a successful install");
+        }
+        summary.installed = true;
+        return InstallStep::Ready(summary);
+    }
+    let error = match outcome.stop {
+        Some(Stop::TimedOut) => format!(
+            "dependency install timed out after {} seconds",
+            timeout.as_secs()
+        ),
+        Some(Stop::SandboxGone) => {
+            "killed: the sandbox was deleted during the dependency install".into()
+        }
+        Some(Stop::Shutdown) => "interrupted: the server is shutting down".into(),
+        None => match &collected.last_line {
+            Some(line) => format!("dependency install failed: {line}"),
+            None => format!(
+                "dependency install failed with exit code {}",
+                outcome.exit_code
+            ),
+        },
+    };
+    InstallStep::Failed {
+        summary,
+        outcome,
+        error,
+    }
+}

@@ -1,0 +1,250 @@
+//! Watching one sandboxed process: output into lines and events, the timeout, the kill
+//! switches (sandbox deleted, server stopping) and the expiry heartbeat.
+
+use std::io::Write;
+use std::time::Duration;
+
+use petri_sandbox::Process;
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::time::Instant;
+
+use super::ExecEvent;
+use super::lines::LineSplitter;
+use crate::Engine;
+use crate::slots::Slot;
+
+/// Longest line sent as one event; longer ones are cut.
+const MAX_LINE_BYTES: usize = 64 * 1024;
+/// How long output may keep flowing after the command exited or was killed.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+pub(crate) const EXIT_TIMED_OUT: i32 = 124;
+pub(crate) const EXIT_KILLED: i32 = 137;
+pub(crate) const EXIT_NOT_STARTED: i32 = 126;
+
+/// Why the server stopped a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stop {
+    TimedOut,
+    SandboxGone,
+    Shutdown,
+}
+
+/// Where collected lines go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Channel {
+    /// The user's command: `output` events, the run's stored output.
+    Program,
+    /// A dependency install: `install` events only, never mixed into the program's output.
+    Install,
+}
+
+/// Output collected so far, capped.
+#[derive(Debug)]
+pub(crate) struct Collected {
+    channel: Channel,
+    pub text: String,
+    pub bytes: u64,
+    cap: u64,
+    pub truncated: bool,
+    pub last_line: Option<String>,
+    log: Option<std::io::BufWriter<std::fs::File>>,
+    events: UnboundedSender<ExecEvent>,
+}
+
+impl Collected {
+    pub fn program(
+        cap: u64,
+        log: Option<std::fs::File>,
+        events: UnboundedSender<ExecEvent>,
+    ) -> Self {
+        Self {
+            channel: Channel::Program,
+            text: String::new(),
+            bytes: 0,
+            cap,
+            truncated: false,
+            last_line: None,
+            log: log.map(std::io::BufWriter::new),
+            events,
+        }
+    }
+
+    pub fn install(events: UnboundedSender<ExecEvent>) -> Self {
+        Self {
+            channel: Channel::Install,
+            cap: 1 << 20,
+            ..Self::program(0, None, events)
+        }
+    }
+
+    /// Pushes what was logged so far to disk, so a crash or a reader mid-run sees it.
+    fn flush(&mut self) {
+        if let Some(log) = &mut self.log
+            && log.flush().is_err()
+        {
+            self.log = None;
+        }
+    }
+
+    fn line(&mut self, line: String) {
+        if !line.trim().is_empty() {
+            self.last_line = Some(line.trim().to_string());
+        }
+        if self.truncated {
+            return;
+        }
+        let len = line.len() as u64;
+        if self.bytes + len > self.cap {
+            self.truncated = true;
+            return;
+        }
+        self.bytes += len;
+        if let Some(log) = &mut self.log
+            && log.write_all(line.as_bytes()).is_err()
+        {
+            self.log = None;
+        }
+        self.text.push_str(&line);
+        let event = match self.channel {
+            Channel::Program => ExecEvent::Output(line),
+            Channel::Install => ExecEvent::Install(line),
+        };
+        // A closed receiver means the client left; the command carries on regardless.
+        let _ = self.events.send(event);
+    }
+
+    /// Closes the stored output.
+    pub fn finish(&mut self) {
+        self.flush();
+        self.log = None;
+    }
+}
+
+/// What supervision of a process observed.
+#[derive(Debug)]
+pub(crate) struct Supervised {
+    pub exit_code: i32,
+    pub signal: Option<i32>,
+    pub oom_killed: bool,
+    pub stop: Option<Stop>,
+    pub duration: Duration,
+    pub start_error: Option<String>,
+}
+
+impl Supervised {
+    /// A process that never started.
+    pub fn not_started(error: &str) -> Self {
+        Self {
+            exit_code: EXIT_NOT_STARTED,
+            signal: None,
+            oom_killed: false,
+            stop: None,
+            duration: Duration::ZERO,
+            start_error: Some(error.to_string()),
+        }
+    }
+
+    /// The exit code reported to clients: ours when we stopped it, else the process's.
+    pub fn reported_exit_code(&self) -> i32 {
+        match self.stop {
+            Some(Stop::TimedOut) => EXIT_TIMED_OUT,
+            Some(_) => EXIT_KILLED,
+            None => self.exit_code,
+        }
+    }
+}
+
+/// Runs `process` to its end (or kills it at `timeout`, on sandbox deletion or shutdown),
+/// feeding its output to `collected`.
+pub(crate) async fn supervise(
+    engine: &Engine,
+    slot: &Slot,
+    sandbox_id: &str,
+    mut process: Process,
+    collected: &mut Collected,
+    timeout: Duration,
+) -> Supervised {
+    let mut output = process.take_output();
+    let mut splitter = LineSplitter::new(MAX_LINE_BYTES);
+    let mut buffer = vec![0u8; 64 * 1024];
+    let deadline = Instant::now() + timeout;
+    let mut drain_until: Option<Instant> = None;
+    // A running exec is activity: keep the sandbox's expiry ahead of now while it runs.
+    let mut heartbeat =
+        tokio::time::interval_at(Instant::now() + engine.heartbeat(), engine.heartbeat());
+    let mut stop: Option<Stop> = None;
+    let mut exit = None;
+    loop {
+        let eof = output.is_none();
+        if eof && exit.is_some() {
+            break;
+        }
+        let drain_deadline = drain_until.unwrap_or(deadline);
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline), if stop.is_none() && exit.is_none() => {
+                stop = Some(Stop::TimedOut);
+            }
+            () = slot.doomed.cancelled(), if stop.is_none() && exit.is_none() => {
+                stop = Some(Stop::SandboxGone);
+            }
+            () = engine.shutdown.cancelled(), if stop.is_none() && exit.is_none() => {
+                stop = Some(Stop::Shutdown);
+            }
+            _ = heartbeat.tick(), if exit.is_none() => {
+                engine.record_activity(sandbox_id).await;
+            }
+            () = tokio::time::sleep_until(drain_deadline), if drain_until.is_some() && !eof => {
+                // Something still holds the pipe after the command ended: stop reading.
+                output = None;
+                process.kill();
+            }
+            read = read_some(output.as_mut(), &mut buffer), if !eof => match read {
+                Ok(0) | Err(_) => output = None,
+                Ok(n) => {
+                    for line in splitter.push(&buffer[..n]) {
+                        collected.line(line);
+                    }
+                    collected.flush();
+                }
+            },
+            status = process.wait(), if exit.is_none() => {
+                exit = Some(status);
+                drain_until.get_or_insert(Instant::now() + DRAIN_GRACE);
+            }
+        }
+        if stop.is_some() && drain_until.is_none() {
+            process.kill();
+            drain_until = Some(Instant::now() + DRAIN_GRACE);
+        }
+    }
+    if let Some(rest) = splitter.finish() {
+        collected.line(rest);
+    }
+    collected.finish();
+    match exit {
+        Some(Ok(info)) => Supervised {
+            exit_code: info.code,
+            signal: info.signal,
+            oom_killed: info.oom_killed,
+            stop,
+            duration: info.duration,
+            start_error: None,
+        },
+        _ => Supervised {
+            exit_code: EXIT_KILLED,
+            stop,
+            ..Supervised::not_started("lost track of the sandbox process")
+        },
+    }
+}
+
+async fn read_some(
+    output: Option<&mut petri_sandbox::Output>,
+    buffer: &mut [u8],
+) -> std::io::Result<usize> {
+    match output {
+        Some(output) => output.read(buffer).await,
+        None => std::future::pending().await,
+    }
+}
