@@ -18,3 +18,10 @@ if ! command -v cargo >/dev/null 2>&1; then
   echo "cargo is missing: install Rust 1.95 (https://rustup.rs) and re-run" >&2
   exit 1
 fi
+
+# uv (from PyPI) makes Python dependency installs fast; the server finds it through PETRI_UV.
+tools=.venv-tools
+if [ ! -x "$tools/bin/uv" ]; then
+  python3 -m venv "$tools"
+  "$tools/bin/pip" install -q --disable-pip-version-check "uv==0.13.8"
+fi

@@ -4,5 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh
+export PETRI_UV="${PETRI_UV:-$PWD/.venv-tools/bin/uv}"
 cargo build --release --locked -p petri
 exec target/release/petri serve "$@"

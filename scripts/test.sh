@@ -5,6 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh
+export PETRI_UV="${PETRI_UV:-$PWD/.venv-tools/bin/uv}"
 
 cargo fmt --all -- --check
 cargo clippy --locked --workspace --all-targets -- -D warnings

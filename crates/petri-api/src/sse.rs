@@ -94,6 +94,13 @@ fn frame_ok(frame: String) -> Result<Bytes, std::convert::Infallible> {
 mod tests {
     use super::*;
 
+    fn install_frame_has_no_trailing_newline() {
+        assert_eq!(
+            install_frame("Resolved 1 package\n"),
+            "event: install\ndata: Resolved 1 package\n\n"
+        );
+    }
+
     #[test]
     fn frames_match_v0_11_bytes() {
         assert_eq!(
@@ -108,10 +115,15 @@ mod tests {
             output_frame("say \"hi\" é\n", OutputFormat::Json),
             "event: output\ndata: {\"type\": \"output\", \"data\": \"say \\\"hi\\\" \\u00e9\"}\n\n"
         );
-        let done = DoneInfo::failed("run_1".into(), 3, RunStatus::Failed, "unknown".into());
+        let mut done = DoneInfo::failed("run_1".into(), 3, RunStatus::Failed, "unknown".into());
+        done.duration_ms = 30;
         assert!(done_frame(&done).starts_with(
             "event: done\ndata: {\"exit_code\": 3, \"duration_ms\": 30, \"output\": \"\", \"error\": \"unknown\", \"run_id\": \"run_1\", \"status\": \"failed\""
         ));
-        assert!(done_frame(&done).ends_with("}\n\n"));
+        assert!(
+            done_frame(&done).ends_with("\"oom_killed\": false}\n\n"),
+            "no install key without a plan"
+        );
+        install_frame_has_no_trailing_newline();
     }
 }

@@ -88,7 +88,7 @@ pub struct ServeArgs {
     /// Let allowlisted names resolve to private or loopback addresses (a mirror on the LAN).
     #[arg(long, env = "PETRI_EGRESS_ALLOW_PRIVATE", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub egress_allow_private: bool,
-    /// The `uv` binary used for Python installs (default: `uv` on PATH; else pip is used).
+    /// The `uv` binary used for Python installs (default: `uv` on PATH; `none` or no uv: pip).
     #[arg(long, env = "PETRI_UV")]
     pub uv: Option<PathBuf>,
     /// Longest a dependency install may take, in seconds.

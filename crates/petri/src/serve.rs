@@ -37,16 +37,19 @@ fn ca_environment() -> Vec<(String, String)> {
 /// Where the `uv` binary appears inside sandboxes.
 const UV_IN_SANDBOX: &str = "/opt/petri/bin/uv";
 
-/// The `uv` to mount into sandboxes: `PETRI_UV`, else the first `uv` on PATH.
-fn find_uv(args: &ServeArgs) -> Option<std::path::PathBuf> {
-    if let Some(uv) = &args.uv {
-        return Some(uv.clone());
+/// The `uv` to mount into sandboxes: `PETRI_UV` (`none`: use pip), else the first `uv` on
+/// PATH.
+fn find_uv(args: &ServeArgs) -> Result<Option<std::path::PathBuf>, String> {
+    match &args.uv {
+        Some(uv) if uv.as_os_str() == "none" => Ok(None),
+        Some(uv) if uv.is_file() => Ok(Some(uv.clone())),
+        Some(uv) => Err(format!("PETRI_UV {} is not a file", uv.display())),
+        None => Ok(std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("uv"))
+                .find(|candidate| candidate.is_file())
+        })),
     }
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|dir| std::path::Path::new(dir).join("uv"))
-        .find(|candidate| candidate.is_file())
 }
 
 fn build_backend(
@@ -97,7 +100,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     runtime.block_on(async move {
-        let uv = find_uv(&args);
+        let uv = find_uv(&args)?;
         let mut config = config;
         config.toolbox = Toolbox {
             uv: uv.as_ref().map(|_| UV_IN_SANDBOX.to_string()),

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod deps;
 mod exec;
 mod hostile;
 mod isolation;

@@ -1,0 +1,222 @@
+//! Dependencies install themselves, once, from the registries only, and never pollute the
+//! program's output. These reach the real PyPI (through the server's egress proxy).
+
+use serde_json::json;
+
+use crate::helpers::*;
+
+fn installs(result: &ExecResult) -> Vec<String> {
+    result
+        .events
+        .iter()
+        .filter(|e| e.name == "install")
+        .map(|e| e.data.clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn requirements_install_once_with_clean_output() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    server
+        .upload(&id, "requirements.txt", b"six==1.16.0\n".to_vec())
+        .await;
+    server
+        .upload(
+            &id,
+            "app.py",
+            b"import six\nprint(six.__version__)\n".to_vec(),
+        )
+        .await;
+    let first = server.exec(&id, "python app.py").await;
+    let done = first.done();
+    assert_eq!(done["exit_code"], 0, "{}", first.raw);
+    // The program's events carry only its own output; installer lines have their own type.
+    assert_eq!(first.lines(), ["1.16.0"]);
+    assert_eq!(done["output"], "1.16.0\n");
+    let progress = installs(&first);
+    assert!(
+        progress[0].starts_with("installing dependencies from requirements.txt: six"),
+        "{progress:?}"
+    );
+    assert!(
+        progress.iter().any(|l| l.contains("six==1.16.0")),
+        "{progress:?}"
+    );
+    assert_eq!(done["install"]["installed"], true);
+    assert_eq!(done["install"]["source"], "requirements.txt");
+
+    // Unchanged manifest: nothing is installed again, and compound commands see the packages.
+    let second = server
+        .exec(&id, "cd /tmp && python -c 'import six; print(six.PY3)'")
+        .await;
+    assert!(installs(&second).is_empty(), "{}", second.raw);
+    let done = second.done();
+    assert_eq!(done["output"], "True\n");
+    assert_eq!(done["install"]["installed"], false);
+
+    // A changed manifest installs again.
+    server
+        .upload(&id, "requirements.txt", b"six==1.17.0\n".to_vec())
+        .await;
+    let third = server.exec(&id, "python app.py").await;
+    assert_eq!(third.done()["output"], "1.17.0\n", "{}", third.raw);
+}
+
+#[tokio::test]
+async fn imports_are_scanned_when_there_is_no_manifest() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    server
+        .upload(
+            &id,
+            "main.py",
+            b"import os\nimport six\nfrom helpers import x\nprint(six.__name__, x)\n".to_vec(),
+        )
+        .await;
+    server.upload(&id, "helpers.py", b"x = 1\n".to_vec()).await;
+    let result = server.exec(&id, "python main.py").await;
+    let done = result.done();
+    assert_eq!(done["output"], "six 1\n", "{}", result.raw);
+    assert_eq!(done["install"]["source"], "imports");
+    assert_eq!(done["install"]["packages"], json!(["six"]));
+}
+
+#[tokio::test]
+async fn unlisted_imports_are_reported_and_installed() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    server
+        .upload(&id, "requirements.txt", b"six\n".to_vec())
+        .await;
+    server
+        .upload(
+            &id,
+            "app.py",
+            b"import six\nimport yaml\nprint(yaml.safe_load('a: 1'))\n".to_vec(),
+        )
+        .await;
+    let result = server.exec(&id, "python app.py").await;
+    let done = result.done();
+    assert_eq!(done["output"], "{'a': 1}\n", "{}", result.raw);
+    assert_eq!(done["install"]["missing_imports"], json!(["PyYAML"]));
+    assert!(
+        installs(&result)
+            .iter()
+            .any(|l| l.contains("requirements.txt does not list PyYAML")),
+        "{}",
+        result.raw
+    );
+}
+
+#[tokio::test]
+async fn a_failed_install_names_the_package_and_the_command_does_not_run() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    server
+        .upload(
+            &id,
+            "requirements.txt",
+            b"petri-no-such-package-0f9c==1.0\n".to_vec(),
+        )
+        .await;
+    let result = server.exec(&id, "echo should-not-run").await;
+    let done = result.done();
+    assert_eq!(done["status"], "failed");
+    assert_ne!(done["exit_code"], 0);
+    let error = done["error"].as_str().unwrap();
+    assert!(error.starts_with("dependency install failed"), "{error}");
+    assert!(
+        result.raw.contains("petri-no-such-package-0f9c"),
+        "{}",
+        result.raw
+    );
+    assert!(
+        result.lines().is_empty(),
+        "the command must not run: {}",
+        result.raw
+    );
+    let (_, run) = server
+        .get_json(&format!("/v1/runs/{}", done["run_id"].as_str().unwrap()))
+        .await;
+    assert_eq!(run["status"], "failed");
+    assert_eq!(run["error"], done["error"]);
+}
+
+#[tokio::test]
+async fn installs_are_logged_and_user_code_still_has_no_network() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    server
+        .upload(&id, "requirements.txt", b"six\n".to_vec())
+        .await;
+    let probe = "import urllib.request\ntry:\n    urllib.request.urlopen('https://pypi.org/simple/six/', timeout=5)\n    print('reached')\nexcept Exception as e:\n    print('blocked', type(e).__name__)\n";
+    server
+        .upload(&id, "probe.py", probe.as_bytes().to_vec())
+        .await;
+    let result = server
+        .exec(&id, "python probe.py; env | grep -ci proxy || true")
+        .await;
+    let done = result.done();
+    let output = done["output"].as_str().unwrap();
+    assert!(output.starts_with("blocked"), "{output}");
+    assert!(
+        output.ends_with("0\n"),
+        "no proxy variables for user code: {output}"
+    );
+    let run_id = done["run_id"].as_str().unwrap();
+    let (status, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    assert_eq!(status, 200);
+    let targets: Vec<_> = egress
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["allowed"] == true)
+        .map(|e| e["target"].as_str().unwrap().to_string())
+        .collect();
+    assert!(targets.iter().any(|t| t == "pypi.org:443"), "{egress}");
+    let (_, health) = server.get_json("/health").await;
+    assert_eq!(health["installs"]["available"], true);
+}
+
+#[tokio::test]
+async fn pip_is_the_fallback_installer() {
+    let server = TestServer::start_with(&[("PETRI_UV", "none")]).await;
+    let (_, health) = server.get_json("/health").await;
+    assert_eq!(health["installs"]["python_installer"], "pip");
+    let id = server.sandbox().await;
+    server
+        .upload(&id, "requirements.txt", b"six==1.16.0\n".to_vec())
+        .await;
+    let result = server
+        .exec(&id, "python -c 'import six; print(six.__version__)'")
+        .await;
+    assert_eq!(result.done()["output"], "1.16.0\n", "{}", result.raw);
+}
+
+#[tokio::test]
+async fn installs_cannot_reach_hosts_off_the_allowlist() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    let requirements = b"six @ https://example.com/six-1.16.0-py2.py3-none-any.whl\n".to_vec();
+    server.upload(&id, "requirements.txt", requirements).await;
+    let result = server.exec(&id, "echo ran").await;
+    let done = result.done();
+    assert_eq!(done["status"], "failed", "{}", result.raw);
+    assert!(
+        done["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("dependency install failed")
+    );
+    let run_id = done["run_id"].as_str().unwrap();
+    let (_, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    let denied: Vec<_> = egress
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["allowed"] == false)
+        .map(|e| e["target"].as_str().unwrap())
+        .collect();
+    assert_eq!(denied.first().copied(), Some("example.com:443"), "{egress}");
+}
