@@ -7,6 +7,7 @@
 //! anything itself.
 #![forbid(unsafe_code)]
 
+mod node;
 mod python;
 mod scan;
 
@@ -79,6 +80,7 @@ pub fn plan(
 ) -> Result<Option<DepPlan>, DepsError> {
     match language {
         "python" => python::plan(workspace, tools),
+        "node" => node::plan(workspace),
         _ => Ok(None),
     }
 }

@@ -155,8 +155,11 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
     }
     summary.duration_ms = u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX);
     if outcome.start_error.is_none() && outcome.stop.is_none() && outcome.exit_code == 0 {
+        // Installers write lockfiles (npm's package-lock.json, go.sum): remember the state
+        // they leave, or the next exec would see a "changed" manifest and install again.
+        let settled = settled_fingerprint(engine, job).await;
         let (fingerprint, source, at, run) = (
-            plan.fingerprint,
+            settled.unwrap_or(plan.fingerprint),
             plan.source,
             format_time(now()),
             run_id.to_string(),
@@ -192,4 +195,14 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
         outcome,
         error,
     }
+}
+
+/// The plan's fingerprint as the workspace stands now.
+async fn settled_fingerprint(engine: &Engine, job: &ExecJob) -> Option<String> {
+    let workspace = engine.workspaces.path(&job.sandbox.id);
+    let language = job.sandbox.language.clone();
+    let tools = engine.config.toolbox.clone();
+    let replanned =
+        tokio::task::spawn_blocking(move || petri_deps::plan(&language, &workspace, &tools)).await;
+    replanned.ok()?.ok()?.map(|plan| plan.fingerprint)
 }

@@ -88,6 +88,9 @@ impl Collected {
     }
 
     fn line(&mut self, line: String) {
+        if self.channel == Channel::Install && line.trim().is_empty() {
+            return;
+        }
         if !line.trim().is_empty() {
             self.last_line = Some(line.trim().to_string());
         }

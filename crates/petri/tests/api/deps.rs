@@ -220,3 +220,36 @@ async fn installs_cannot_reach_hosts_off_the_allowlist() {
         .collect();
     assert_eq!(denied.first().copied(), Some("example.com:443"), "{egress}");
 }
+
+#[tokio::test]
+async fn node_packages_install_once_from_npm() {
+    let server = TestServer::start().await;
+    let id = server.create(json!({"language": "node"})).await;
+    let manifest =
+        br#"{"name": "demo", "version": "1.0.0", "dependencies": {"is-number": "7.0.0"}}"#;
+    server.upload(&id, "package.json", manifest.to_vec()).await;
+    let script =
+        b"const isNumber = require('is-number');\nconsole.log(isNumber(5), isNumber('x'));\n";
+    server.upload(&id, "index.js", script.to_vec()).await;
+    let first = server.exec(&id, "node index.js").await;
+    let done = first.done();
+    assert_eq!(done["output"], "true false\n", "{}", first.raw);
+    assert_eq!(done["install"]["installed"], true);
+    assert!(
+        installs(&first)
+            .iter()
+            .any(|l| l.contains("registry.npmjs.org")),
+        "{}",
+        first.raw
+    );
+    // npm wrote package-lock.json; that is not a change that needs another install.
+    let second = server.exec(&id, "cd / && node /sandbox/index.js").await;
+    assert!(installs(&second).is_empty(), "{}", second.raw);
+    assert_eq!(second.done()["install"]["installed"], false);
+    let run_id = done["run_id"].as_str().unwrap();
+    let (_, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    assert!(
+        egress.to_string().contains("registry.npmjs.org:443"),
+        "{egress}"
+    );
+}
