@@ -88,6 +88,7 @@ impl From<EngineError> for ApiError {
             EngineError::SandboxBusy { .. } => {
                 Self::new(S::TOO_MANY_REQUESTS, "sandbox_busy", message)
             }
+            EngineError::SbomNotFound { .. } => Self::new(S::NOT_FOUND, "sbom_not_found", message),
             EngineError::OutputEvicted { .. } => Self::new(S::GONE, "output_evicted", message),
             EngineError::ShuttingDown => {
                 Self::new(S::SERVICE_UNAVAILABLE, "shutting_down", message)

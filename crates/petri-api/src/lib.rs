@@ -70,6 +70,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{run_id}", get(routes::runs::get))
         .route("/v1/runs/{run_id}/output", get(routes::runs::output))
         .route("/v1/runs/{run_id}/egress", get(routes::runs::egress))
+        .route("/v1/runs/{run_id}/sbom", get(routes::runs::sbom))
         .route("/dashboard", get(routes::dashboard::page))
         .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .merge(uploads)

@@ -9,9 +9,12 @@
 
 mod node;
 mod python;
+mod sbom;
 mod scan;
 
 use std::path::Path;
+
+pub use sbom::{Component, cyclonedx, installed_components};
 
 use sha2::{Digest, Sha256};
 

@@ -28,6 +28,8 @@ pub enum EngineError {
     SandboxBusy { id: String, queued: usize },
     #[error("output of run {id} was evicted by log retention (PETRI_LOG_MAX_MB)")]
     OutputEvicted { id: String },
+    #[error("run {id} installed no dependencies, so it has no bill of materials")]
+    SbomNotFound { id: String },
     #[error("the server is shutting down")]
     ShuttingDown,
     #[error("registry error: {0}")]

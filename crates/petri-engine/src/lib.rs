@@ -521,6 +521,16 @@ impl Engine {
         }
     }
 
+    /// The CycloneDX bill of materials of the dependencies a run ran with.
+    pub async fn run_sbom(&self, run_id: &str) -> Result<String, EngineError> {
+        let run = self.run(run_id).await?;
+        let id = run.id.clone();
+        self.db(move |store| store.run_sbom(&id))
+            .await?
+            .map(|(_, document)| document)
+            .ok_or(EngineError::SbomNotFound { id: run.id })
+    }
+
     /// Connections a run attempted through the registry proxy.
     pub async fn run_egress(
         &self,

@@ -2,7 +2,7 @@
 
 use rusqlite::{OptionalExtension, params};
 
-use crate::{EgressRecord, Store, StoreError};
+use crate::{EgressRecord, InstallRecord, Store, StoreError};
 
 impl Store {
     /// Fingerprint of the sandbox's last successful install.
@@ -18,23 +18,67 @@ impl Store {
         Ok(value)
     }
 
-    /// Records a successful install.
-    pub fn record_install(
-        &self,
-        sandbox_id: &str,
-        fingerprint: &str,
-        source: &str,
-        at: &str,
-        run_id: &str,
-    ) -> Result<(), StoreError> {
+    /// Records a successful install and the bill of materials it produced.
+    pub fn record_install(&self, install: &InstallRecord) -> Result<(), StoreError> {
         self.conn().execute(
-            "INSERT INTO installs (sandbox_id, fingerprint, source, installed_at, run_id) \
-             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(sandbox_id) DO UPDATE SET \
+            "INSERT INTO installs (sandbox_id, fingerprint, source, installed_at, run_id, sbom_id) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(sandbox_id) DO UPDATE SET \
              fingerprint = excluded.fingerprint, source = excluded.source, \
-             installed_at = excluded.installed_at, run_id = excluded.run_id",
-            params![sandbox_id, fingerprint, source, at, run_id],
+             installed_at = excluded.installed_at, run_id = excluded.run_id, sbom_id = excluded.sbom_id",
+            params![
+                install.sandbox_id,
+                install.fingerprint,
+                install.source,
+                install.installed_at,
+                install.run_id,
+                install.sbom_id
+            ],
         )?;
         Ok(())
+    }
+
+    /// The bill of materials of the sandbox's current dependencies.
+    pub fn install_sbom_id(&self, sandbox_id: &str) -> Result<Option<String>, StoreError> {
+        let value = self
+            .conn()
+            .query_row(
+                "SELECT sbom_id FROM installs WHERE sandbox_id = ?1",
+                [sandbox_id],
+                |row| row.get(0),
+            )
+            .optional()?;
+        Ok(value.flatten())
+    }
+
+    /// Stores a bill of materials (once per `id`, its content hash).
+    pub fn save_sbom(&self, id: &str, document: &str, at: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "INSERT OR IGNORE INTO sboms (id, document, created_at) VALUES (?1, ?2, ?3)",
+            params![id, document, at],
+        )?;
+        Ok(())
+    }
+
+    /// Points a run at the bill of materials of the dependencies it ran with.
+    pub fn set_run_sbom(&self, run_id: &str, sbom_id: &str) -> Result<(), StoreError> {
+        self.conn().execute(
+            "UPDATE runs SET sbom_id = ?2 WHERE id = ?1",
+            params![run_id, sbom_id],
+        )?;
+        Ok(())
+    }
+
+    /// The bill of materials a run ran with: `(sbom_id, document)`.
+    pub fn run_sbom(&self, run_id: &str) -> Result<Option<(String, String)>, StoreError> {
+        let value = self
+            .conn()
+            .query_row(
+                "SELECT s.id, s.document FROM runs r JOIN sboms s ON s.id = r.sbom_id WHERE r.id = ?1",
+                [run_id],
+                |row| Ok((row.get(0)?, row.get(1)?)),
+            )
+            .optional()?;
+        Ok(value)
     }
 
     /// Appends one proxy connection event.

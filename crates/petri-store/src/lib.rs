@@ -19,14 +19,15 @@ use rusqlite::Connection;
 
 pub use error::StoreError;
 pub use records::{
-    AgentMetrics, EgressRecord, Metrics, NewRun, NewSandbox, RunOutcome, RunRecord, RunStatus,
-    SandboxRecord, SandboxStatus,
+    AgentMetrics, EgressRecord, InstallRecord, Metrics, NewRun, NewSandbox, RunOutcome, RunRecord,
+    RunStatus, SandboxRecord, SandboxStatus,
 };
 
 /// Ordered schema migrations; `PRAGMA user_version` records how many have been applied.
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_installs_and_egress.sql"),
+    include_str!("../migrations/0003_sboms.sql"),
 ];
 
 /// A handle on the registry database. Cheap to share behind an `Arc`; every call is short and

@@ -178,6 +178,17 @@ pub struct AgentMetrics {
     pub success_rate: f64,
 }
 
+/// A successful dependency install.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstallRecord {
+    pub sandbox_id: String,
+    pub fingerprint: String,
+    pub source: String,
+    pub installed_at: String,
+    pub run_id: String,
+    pub sbom_id: Option<String>,
+}
+
 /// One connection attempt through the egress proxy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EgressRecord {

@@ -306,15 +306,34 @@ fn installs_and_egress_are_recorded() {
         .insert_sandbox(&sandbox("sb_a", None, "2026-01-01T00:00:00.000000Z"))
         .unwrap();
     assert_eq!(store.install_fingerprint("sb_a").unwrap(), None);
+    let install = |fingerprint: &str, run_id: &str, sbom_id: Option<&str>| InstallRecord {
+        sandbox_id: "sb_a".into(),
+        fingerprint: fingerprint.into(),
+        source: "requirements.txt".into(),
+        installed_at: "t".into(),
+        run_id: run_id.into(),
+        sbom_id: sbom_id.map(Into::into),
+    };
+    store.record_install(&install("f1", "run_1", None)).unwrap();
+    store.save_sbom("bom1", "{}", "t").unwrap();
+    store.save_sbom("bom1", "{\"ignored\": true}", "t").unwrap();
     store
-        .record_install("sb_a", "f1", "requirements.txt", "t1", "run_1")
-        .unwrap();
-    store
-        .record_install("sb_a", "f2", "requirements.txt", "t2", "run_2")
+        .record_install(&install("f2", "run_2", Some("bom1")))
         .unwrap();
     assert_eq!(
         store.install_fingerprint("sb_a").unwrap().as_deref(),
         Some("f2")
+    );
+    assert_eq!(
+        store.install_sbom_id("sb_a").unwrap().as_deref(),
+        Some("bom1")
+    );
+    store.insert_run(&run("run_2", "sb_a", "t")).unwrap();
+    assert_eq!(store.run_sbom("run_2").unwrap(), None);
+    store.set_run_sbom("run_2", "bom1").unwrap();
+    assert_eq!(
+        store.run_sbom("run_2").unwrap(),
+        Some(("bom1".into(), "{}".into()))
     );
     let event = EgressRecord {
         sandbox_id: "sb_a".into(),

@@ -36,6 +36,18 @@ pub(crate) async fn egress(
     ))
 }
 
+pub(crate) async fn sbom(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let document = state.engine.run_sbom(&run_id).await?;
+    Ok((
+        [(header::CONTENT_TYPE, "application/vnd.cyclonedx+json")],
+        document,
+    )
+        .into_response())
+}
+
 pub(crate) async fn output(
     State(state): State<AppState>,
     Path(run_id): Path<String>,

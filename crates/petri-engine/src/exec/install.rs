@@ -13,6 +13,7 @@ use super::runner::ExecJob;
 use super::supervise::{Collected, Stop, Supervised, supervise};
 use crate::Engine;
 use crate::ids::{format_time, now};
+use petri_store::InstallRecord;
 
 /// What the dependency step did, reported in `done` as `install`.
 #[derive(Debug, Clone, Serialize)]
@@ -77,6 +78,17 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
         .db(move |store| store.install_fingerprint(&lookup))
         .await;
     if current.ok().flatten().as_deref() == Some(plan.fingerprint.as_str()) {
+        // Unchanged dependencies: this run shares the bill of materials of the last install.
+        let (lookup, run) = (sandbox_id.clone(), run_id.to_string());
+        let linked = engine
+            .db(move |store| match store.install_sbom_id(&lookup)? {
+                Some(sbom_id) => store.set_run_sbom(&run, &sbom_id),
+                None => Ok(()),
+            })
+            .await;
+        if let Err(e) = linked {
+            tracing::warn!(error = %e, "cannot link a run to its bill of materials");
+        }
         return InstallStep::Ready(summary);
     }
 
@@ -158,14 +170,24 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
         // Installers write lockfiles (npm's package-lock.json, go.sum): remember the state
         // they leave, or the next exec would see a "changed" manifest and install again.
         let settled = settled_fingerprint(engine, job).await;
-        let (fingerprint, source, at, run) = (
-            settled.unwrap_or(plan.fingerprint),
-            plan.source,
-            format_time(now()),
-            run_id.to_string(),
-        );
+        let sbom = bill_of_materials(engine, job).await;
+        let at = format_time(now());
+        let install = InstallRecord {
+            sandbox_id,
+            fingerprint: settled.unwrap_or(plan.fingerprint),
+            source: plan.source,
+            installed_at: at.clone(),
+            run_id: run_id.to_string(),
+            sbom_id: sbom.as_ref().map(|(id, _)| id.clone()),
+        };
         let recorded = engine
-            .db(move |store| store.record_install(&sandbox_id, &fingerprint, &source, &at, &run))
+            .db(move |store| {
+                if let Some((id, document)) = &sbom {
+                    store.save_sbom(id, document, &at)?;
+                    store.set_run_sbom(&install.run_id, id)?;
+                }
+                store.record_install(&install)
+            })
             .await;
         if let Err(e) = recorded {
             tracing::error!(error = %e, "cannot record a successful install");
@@ -205,4 +227,21 @@ async fn settled_fingerprint(engine: &Engine, job: &ExecJob) -> Option<String> {
     let replanned =
         tokio::task::spawn_blocking(move || petri_deps::plan(&language, &workspace, &tools)).await;
     replanned.ok()?.ok()?.map(|plan| plan.fingerprint)
+}
+
+/// The CycloneDX document of what is installed now: `(id, JSON)`, the id being its serial
+/// number (derived from the content, so identical installs share one document).
+async fn bill_of_materials(engine: &Engine, job: &ExecJob) -> Option<(String, String)> {
+    let workspace = engine.workspaces.path(&job.sandbox.id);
+    let language = job.sandbox.language.clone();
+    let document = tokio::task::spawn_blocking(move || {
+        petri_deps::cyclonedx(&petri_deps::installed_components(&language, &workspace))
+    })
+    .await
+    .ok()?;
+    let id = document["serialNumber"]
+        .as_str()?
+        .trim_start_matches("urn:uuid:")
+        .to_string();
+    Some((id, document.to_string()))
 }

@@ -55,6 +55,28 @@ async fn requirements_install_once_with_clean_output() {
     assert_eq!(done["output"], "True\n");
     assert_eq!(done["install"]["installed"], false);
 
+    // Each run records what it ran with; an unchanged install shares the same document.
+    let sbom =
+        |run: &serde_json::Value| format!("/v1/runs/{}/sbom", run["run_id"].as_str().unwrap());
+    let response = server.get(&sbom(&first.done())).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/vnd.cyclonedx+json"
+    );
+    let first_bom: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(first_bom["bomFormat"], "CycloneDX");
+    assert_eq!(first_bom["specVersion"], "1.5");
+    let six = &first_bom["components"][0];
+    assert_eq!(
+        (six["name"].clone(), six["version"].clone()),
+        (json!("six"), json!("1.16.0"))
+    );
+    assert_eq!(six["purl"], "pkg:pypi/six@1.16.0");
+    assert_eq!(six["licenses"][0]["expression"], "MIT");
+    let (_, second_bom) = server.get_json(&sbom(&done)).await;
+    assert_eq!(second_bom["serialNumber"], first_bom["serialNumber"]);
+
     // A changed manifest installs again.
     server
         .upload(&id, "requirements.txt", b"six==1.17.0\n".to_vec())
@@ -251,5 +273,29 @@ async fn node_packages_install_once_from_npm() {
     assert!(
         egress.to_string().contains("registry.npmjs.org:443"),
         "{egress}"
+    );
+    let (_, bom) = server.get_json(&format!("/v1/runs/{run_id}/sbom")).await;
+    let component = &bom["components"][0];
+    assert_eq!(component["purl"], "pkg:npm/is-number@7.0.0", "{bom}");
+    assert_eq!(component["hashes"][0]["alg"], "SHA-512", "{bom}");
+    assert_eq!(component["licenses"][0]["expression"], "MIT");
+    assert!(
+        component["externalReferences"][0]["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://registry.npmjs.org/")
+    );
+    // A run without dependencies has no bill of materials.
+    let plain = server.create(json!({})).await;
+    let run = server.exec(&plain, "true").await.done();
+    let (status, body) = server
+        .get_json(&format!(
+            "/v1/runs/{}/sbom",
+            run["run_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(
+        (status, body["code"].clone()),
+        (404, json!("sbom_not_found"))
     );
 }
