@@ -7,6 +7,7 @@
 //! anything itself.
 #![forbid(unsafe_code)]
 
+mod go;
 mod node;
 mod python;
 mod sbom;
@@ -71,6 +72,7 @@ pub struct DepPlan {
 pub fn runtime_env(language: &str) -> Vec<(String, String)> {
     match language {
         "python" => vec![("PYTHONPATH".into(), PYTHON_TARGET.into())],
+        "go" => go::runtime_env(),
         _ => Vec::new(),
     }
 }
@@ -84,6 +86,7 @@ pub fn plan(
     match language {
         "python" => python::plan(workspace, tools),
         "node" => node::plan(workspace),
+        "go" => go::plan(workspace),
         _ => Ok(None),
     }
 }

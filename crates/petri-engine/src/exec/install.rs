@@ -126,8 +126,9 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
         workspace: engine.workspaces.path(&sandbox_id),
         limits: engine.limits_of(&job.sandbox),
     };
-    let mut env = plan.env.clone();
-    env.extend(petri_deps::runtime_env(&job.sandbox.language));
+    // The plan's settings win over the runtime ones (later variables override earlier).
+    let mut env = petri_deps::runtime_env(&job.sandbox.language);
+    env.extend(plan.env.clone());
     let exec = ExecSpec {
         command: plan.command.clone(),
         env,

@@ -299,3 +299,42 @@ async fn node_packages_install_once_from_npm() {
         (404, json!("sbom_not_found"))
     );
 }
+
+#[tokio::test]
+async fn go_modules_download_once_and_caches_persist() {
+    let server = TestServer::start().await;
+    let id = server
+        .create(json!({"language": "go", "memory_mb": 2048, "cpus": 2.0, "pids": 512}))
+        .await;
+    let source = "package main\n\nimport (\n\t\"fmt\"\n\n\t\"github.com/google/uuid\"\n)\n\nfunc main() { fmt.Println(len(uuid.NewString())) }\n";
+    server
+        .upload(&id, "main.go", source.as_bytes().to_vec())
+        .await;
+    let body = json!({"command": "go run .", "timeout": 600});
+    let first = server.exec_body(&id, body.clone()).await;
+    let done = first.done();
+    assert_eq!(done["output"], "36\n", "{}", first.raw);
+    assert!(
+        installs(&first)
+            .iter()
+            .any(|l| l.contains("github.com/google/uuid")),
+        "{}",
+        first.raw
+    );
+    // go.mod and go.sum now exist; the module and build caches stayed in the sandbox.
+    let second = server.exec_body(&id, body).await;
+    let again = second.done();
+    assert_eq!(again["output"], "36\n");
+    assert_eq!(again["install"]["installed"], false);
+    assert!(again["duration_ms"].as_u64().unwrap() < done["duration_ms"].as_u64().unwrap());
+    let (_, bom) = server
+        .get_json(&format!(
+            "/v1/runs/{}/sbom",
+            done["run_id"].as_str().unwrap()
+        ))
+        .await;
+    assert_eq!(
+        bom["components"][0]["purl"], "pkg:golang/github.com/google/uuid@v1.6.0",
+        "{bom}"
+    );
+}
