@@ -8,6 +8,7 @@
 #![forbid(unsafe_code)]
 
 mod go;
+mod java;
 mod node;
 mod python;
 mod sbom;
@@ -69,8 +70,10 @@ pub struct DepPlan {
 
 /// Environment every exec of a sandbox in `language` gets, so installed dependencies are
 /// visible to any command (compound ones too) without the user setting anything.
-pub fn runtime_env(language: &str) -> Vec<(String, String)> {
+/// `workspace` is the host path of the sandbox's workspace.
+pub fn runtime_env(language: &str, workspace: &Path) -> Vec<(String, String)> {
     match language {
+        "java" => java::runtime_env(workspace),
         "python" => vec![("PYTHONPATH".into(), PYTHON_TARGET.into())],
         "go" => go::runtime_env(),
         _ => Vec::new(),
@@ -87,6 +90,7 @@ pub fn plan(
         "python" => python::plan(workspace, tools),
         "node" => node::plan(workspace),
         "go" => go::plan(workspace),
+        "java" => java::plan(workspace),
         _ => Ok(None),
     }
 }

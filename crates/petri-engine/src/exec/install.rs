@@ -127,7 +127,10 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
         limits: engine.limits_of(&job.sandbox),
     };
     // The plan's settings win over the runtime ones (later variables override earlier).
-    let mut env = petri_deps::runtime_env(&job.sandbox.language);
+    let mut env = petri_deps::runtime_env(
+        &job.sandbox.language,
+        &engine.workspaces.path(&job.sandbox.id),
+    );
     env.extend(plan.env.clone());
     let exec = ExecSpec {
         command: plan.command.clone(),

@@ -153,7 +153,10 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
     };
     let exec = ExecSpec {
         command: job.command.clone(),
-        env: petri_deps::runtime_env(&job.sandbox.language),
+        env: petri_deps::runtime_env(
+            &job.sandbox.language,
+            &engine.workspaces.path(&job.sandbox.id),
+        ),
         // User code never gets a network.
         network: Network::None,
     };

@@ -338,3 +338,41 @@ async fn go_modules_download_once_and_caches_persist() {
         "{bom}"
     );
 }
+
+#[tokio::test]
+async fn maven_dependencies_resolve_once_and_reach_javac_java_and_offline_mvn() {
+    let server = TestServer::start().await;
+    let id = server
+        .create(json!({"language": "java", "memory_mb": 2048, "cpus": 2.0, "pids": 512}))
+        .await;
+    let pom = r#"<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>demo</groupId><artifactId>demo</artifactId><version>1.0</version>
+<properties><maven.compiler.source>17</maven.compiler.source><maven.compiler.target>17</maven.compiler.target>
+<project.build.sourceEncoding>UTF-8</project.build.sourceEncoding></properties>
+<dependencies><dependency><groupId>org.apache.commons</groupId><artifactId>commons-lang3</artifactId>
+<version>3.14.0</version></dependency></dependencies></project>"#;
+    let main = "import org.apache.commons.lang3.StringUtils;\npublic class Main { public static void main(String[] a) { System.out.println(StringUtils.reverse(\"avaj\")); } }\n";
+    let zip = zip_of(&[
+        ("pom.xml", pom.as_bytes()),
+        ("src/main/java/Main.java", main.as_bytes()),
+    ]);
+    assert_eq!(server.upload_zip(&id, zip).await.0, 201);
+    let command = "javac -d /tmp src/main/java/Main.java && java -cp /tmp:$CLASSPATH Main && mvn -B -q -o compile && echo offline-build-ok";
+    let first = server
+        .exec_body(&id, json!({"command": command, "timeout": 900}))
+        .await;
+    let done = first.done();
+    assert_eq!(done["exit_code"], 0, "{}", first.raw);
+    let output = done["output"].as_str().unwrap();
+    assert!(
+        output.starts_with("java\n") && output.contains("offline-build-ok"),
+        "{output}"
+    );
+    assert_eq!(
+        done["install"]["packages"],
+        json!(["org.apache.commons:commons-lang3"])
+    );
+    let second = server.exec(&id, "cd target/classes && java Main").await;
+    assert_eq!(second.done()["output"], "java\n", "{}", second.raw);
+    assert_eq!(second.done()["install"]["installed"], false);
+}

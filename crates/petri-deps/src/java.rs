@@ -1,0 +1,119 @@
+//! Java: `pom.xml` (Maven). The install resolves the project's dependencies and the plugins
+//! its build needs into a per-sandbox repository, so `mvn -o ...` works without a network,
+//! and writes the dependency classpath so plain `javac`/`java` see the jars too.
+
+use std::path::Path;
+
+use crate::scan::{is_file, read_file};
+use crate::{DepPlan, DepsError, fingerprint};
+
+const REPOSITORY: &str = "/sandbox/.petri/m2";
+const CLASSPATH_FILE: &str = ".petri/java/classpath.txt";
+/// Longest classpath passed through the environment.
+const MAX_CLASSPATH: usize = 64 * 1024;
+
+/// Maven reads proxies only from a settings file; this one is written by the install command
+/// itself, inside the sandbox, next to the repository.
+fn settings() -> String {
+    format!(
+        "<settings><localRepository>{REPOSITORY}</localRepository><proxies><proxy><id>petri</id>\
+         <active>true</active><protocol>https</protocol><host>127.0.0.1</host><port>3128</port>\
+         </proxy></proxies></settings>"
+    )
+}
+
+pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
+    let pom = workspace.join("pom.xml");
+    if !is_file(&pom) {
+        return Ok(None);
+    }
+    let manifest = read_file(&pom).unwrap_or_default();
+    let command = format!(
+        "mkdir -p /sandbox/.petri/java && printf '%s' '{}' > /sandbox/.petri/maven-settings.xml && cd /sandbox && \
+         mvn -B -ntp -s /sandbox/.petri/maven-settings.xml dependency:go-offline test-compile \
+         dependency:build-classpath -Dmdep.outputFile=/sandbox/{CLASSPATH_FILE}",
+        settings()
+    );
+    Ok(Some(DepPlan {
+        source: "pom.xml".into(),
+        packages: declared_artifacts(&String::from_utf8_lossy(&manifest)),
+        missing_imports: Vec::new(),
+        command,
+        env: Vec::new(),
+        fingerprint: fingerprint(&[b"maven", &manifest]),
+    }))
+}
+
+/// Environment of every Java exec: Maven finds the sandbox's repository, and `javac`/`java`
+/// find the dependency jars (plus the current directory and Maven's output).
+pub(crate) fn runtime_env(workspace: &Path) -> Vec<(String, String)> {
+    let mut env = vec![(
+        "MAVEN_OPTS".to_string(),
+        format!("-Dmaven.repo.local={REPOSITORY}"),
+    )];
+    if let Some(bytes) = read_file(&workspace.join(CLASSPATH_FILE)) {
+        let jars = String::from_utf8_lossy(&bytes).trim().to_string();
+        if !jars.is_empty() && jars.len() <= MAX_CLASSPATH && !jars.contains('\0') {
+            env.push((
+                "CLASSPATH".into(),
+                format!(".:/sandbox/target/classes:{jars}"),
+            ));
+        }
+    }
+    env
+}
+
+/// `groupId:artifactId` of each `<dependency>` in a POM, read leniently.
+pub(crate) fn declared_artifacts(pom: &str) -> Vec<String> {
+    let tag = |block: &str, name: &str| -> Option<String> {
+        let start = block.find(&format!("<{name}>"))? + name.len() + 2;
+        let end = block[start..].find(&format!("</{name}>"))? + start;
+        Some(block[start..end].trim().to_string())
+    };
+    pom.split("<dependency>")
+        .skip(1)
+        .take(10_000)
+        .filter_map(|block| {
+            let block = block.split("</dependency>").next()?;
+            Some(format!(
+                "{}:{}",
+                tag(block, "groupId")?,
+                tag(block, "artifactId")?
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pom_dependencies_and_plan() {
+        let ws = tempfile::tempdir().unwrap();
+        let pom = "<project><dependencies><dependency><groupId>org.apache.commons</groupId>\
+                   <artifactId>commons-lang3</artifactId><version>3.14.0</version></dependency>\
+                   <dependency><groupId>junit</groupId></dependency></dependencies></project>";
+        std::fs::write(ws.path().join("pom.xml"), pom).unwrap();
+        let plan = plan(ws.path()).unwrap().unwrap();
+        assert_eq!(plan.packages, ["org.apache.commons:commons-lang3"]);
+        assert!(plan.command.contains("dependency:go-offline test-compile"));
+        assert!(plan.command.contains("<port>3128</port>"));
+    }
+
+    #[test]
+    fn classpath_comes_from_the_install() {
+        let ws = tempfile::tempdir().unwrap();
+        assert_eq!(runtime_env(ws.path()).len(), 1);
+        std::fs::create_dir_all(ws.path().join(".petri/java")).unwrap();
+        std::fs::write(ws.path().join(CLASSPATH_FILE), "/sandbox/.petri/m2/a.jar\n").unwrap();
+        let env = runtime_env(ws.path());
+        assert_eq!(
+            env[1],
+            (
+                "CLASSPATH".into(),
+                ".:/sandbox/target/classes:/sandbox/.petri/m2/a.jar".into()
+            )
+        );
+    }
+}
