@@ -4,5 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/ensure-deps.sh
+export PETRI_UV="${PETRI_UV:-$PWD/.venv-tools/bin/uv}"
 cargo build --release --locked -p petri
 python3 bench/exec_latency.py target/release/petri "$@"
+echo
+python3 bench/deps_install.py target/release/petri
