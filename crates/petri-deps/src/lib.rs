@@ -49,6 +49,8 @@ pub enum Installer {
 pub struct Toolbox {
     /// Path of `uv` inside the sandbox, when the server provides it.
     pub uv: Option<String>,
+    /// The server's PyPI mirror (shared, server-owned cache), when it runs one.
+    pub pypi_index: Option<String>,
 }
 
 /// What to install for a workspace, and how.

@@ -9,9 +9,11 @@
 #![forbid(unsafe_code)]
 
 mod allowlist;
+mod mirror;
 mod proxy;
 
 pub use allowlist::{Allowlist, AllowlistError, DEFAULT_ALLOWLIST};
+pub use mirror::{MIRROR_INDEX, PypiMirror};
 pub use proxy::{AuditSink, ConnectionEvent, EgressProxy, ProxyTag};
 
 /// Port of the proxy listener inside each sandbox's network namespace.

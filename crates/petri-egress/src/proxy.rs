@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::Full;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -14,6 +15,10 @@ use tokio::net::TcpStream;
 
 use crate::Allowlist;
 use crate::allowlist::normalise_host;
+use crate::mirror::{MIRROR_PREFIX, PypiMirror};
+
+/// Body of every proxy response: small messages, or a cached file streamed from disk.
+pub(crate) type ProxyBody = BoxBody<Bytes, std::io::Error>;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A client that does not finish its request head in this time is dropped.
@@ -44,10 +49,12 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
     fn record(&self, event: ConnectionEvent);
 }
 
-/// The proxy: an allowlist shared by every listener it serves.
+/// The proxy: an allowlist shared by every listener it serves, and optionally the PyPI
+/// mirror on the same listener.
 #[derive(Debug, Clone)]
 pub struct EgressProxy {
     allowlist: Arc<Allowlist>,
+    mirror: Option<PypiMirror>,
 }
 
 /// Addresses a registry name must never resolve to (unless private mirrors are allowed):
@@ -76,8 +83,11 @@ fn is_internal(ip: IpAddr) -> bool {
     }
 }
 
-fn reply(status: StatusCode, text: &str) -> Response<Full<Bytes>> {
-    let mut response = Response::new(Full::new(Bytes::from(format!("{text}\n"))));
+pub(crate) fn reply(status: StatusCode, text: &str) -> Response<ProxyBody> {
+    let body = Full::new(Bytes::from(format!("{text}\n")))
+        .map_err(|never| match never {})
+        .boxed();
+    let mut response = Response::new(body);
     *response.status_mut() = status;
     response
 }
@@ -86,7 +96,19 @@ impl EgressProxy {
     pub fn new(allowlist: Allowlist) -> Self {
         Self {
             allowlist: Arc::new(allowlist),
+            mirror: None,
         }
+    }
+
+    /// Serves `mirror` under `/pypi/` on every listener.
+    pub fn with_mirror(mut self, mirror: PypiMirror) -> Self {
+        self.mirror = Some(mirror);
+        self
+    }
+
+    /// Whether installers should use the PyPI mirror.
+    pub fn has_mirror(&self) -> bool {
+        self.mirror.is_some()
     }
 
     pub fn allowlist(&self) -> &Allowlist {
@@ -133,7 +155,28 @@ impl EgressProxy {
         request: Request<Incoming>,
         tag: ProxyTag,
         sink: Arc<dyn AuditSink>,
-    ) -> Response<Full<Bytes>> {
+    ) -> Response<ProxyBody> {
+        if request.method() == Method::GET
+            && request.uri().path().starts_with(MIRROR_PREFIX)
+            && let Some(mirror) = &self.mirror
+        {
+            let path = request.uri().path().to_string();
+            let accept = request
+                .headers()
+                .get(hyper::header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let served = mirror.serve(&path, accept.as_deref()).await;
+            sink.record(ConnectionEvent {
+                tag,
+                target: format!("mirror GET {path}"),
+                allowed: served.response.status().is_success(),
+                detail: Some(served.detail),
+                bytes_up: 0,
+                bytes_down: served.bytes,
+            });
+            return served.response;
+        }
         let deny = |target: String, status: StatusCode, why: &str| {
             tracing::info!(
                 sandbox_id = tag.sandbox_id,

@@ -91,6 +91,10 @@ pub struct ServeArgs {
     /// The `uv` binary used for Python installs (default: `uv` on PATH; `none` or no uv: pip).
     #[arg(long, env = "PETRI_UV")]
     pub uv: Option<PathBuf>,
+    /// Do not run the shared PyPI mirror (installs then reach PyPI through the CONNECT proxy
+    /// only, and every sandbox downloads for itself).
+    #[arg(long, env = "PETRI_NO_PYPI_MIRROR", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub no_pypi_mirror: bool,
     /// Longest a dependency install may take, in seconds.
     #[arg(long, env = "PETRI_INSTALL_TIMEOUT_SECONDS", default_value_t = 600)]
     pub install_timeout_seconds: u64,

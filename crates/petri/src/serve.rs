@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use petri_api::{AppState, router};
-use petri_engine::{Allowlist, EgressProxy, Engine, Toolbox};
+use petri_engine::{Allowlist, EgressProxy, Engine, MIRROR_INDEX, PypiMirror, Toolbox};
 use petri_sandbox::{BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
 
 use crate::config::ServeArgs;
@@ -81,12 +81,25 @@ fn build_backend(
     .map_err(|e| e.to_string())
 }
 
-/// The registry proxy, when this host can give installs their own network namespace.
-fn build_egress(args: &ServeArgs, backend: &BwrapBackend) -> Result<Option<EgressProxy>, String> {
+/// The registry proxy, when this host can give installs their own network namespace, with
+/// the PyPI mirror when PyPI is allowed and the mirror not disabled.
+fn build_egress(
+    args: &ServeArgs,
+    backend: &BwrapBackend,
+    cache_dir: std::path::PathBuf,
+) -> Result<Option<EgressProxy>, String> {
     let mut allowlist = Allowlist::parse(&args.egress_allow).map_err(|e| e.to_string())?;
     allowlist.allow_private = args.egress_allow_private;
     if backend.supports_registry_network() {
-        Ok(Some(EgressProxy::new(allowlist)))
+        let pypi_allowed =
+            allowlist.allows("pypi.org", 443) && allowlist.allows("files.pythonhosted.org", 443);
+        let mut proxy = EgressProxy::new(allowlist);
+        if pypi_allowed && !args.no_pypi_mirror {
+            let mirror = PypiMirror::new(cache_dir)
+                .map_err(|e| format!("cannot prepare the PyPI mirror cache: {e}"))?;
+            proxy = proxy.with_mirror(mirror);
+        }
+        Ok(Some(proxy))
     } else {
         tracing::warn!("dependency installs unavailable: creating a network namespace needs root");
         Ok(None)
@@ -104,9 +117,14 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let mut config = config;
         config.toolbox = Toolbox {
             uv: uv.as_ref().map(|_| UV_IN_SANDBOX.to_string()),
+            pypi_index: None,
         };
         let backend = build_backend(&args, config.runtime_dir(), uv.as_deref())?;
-        let egress = build_egress(&args, &backend)?;
+        let egress = build_egress(&args, &backend, config.root.join("cache").join("pypi"))?;
+        config.toolbox.pypi_index = egress
+            .as_ref()
+            .filter(|proxy| proxy.has_mirror())
+            .map(|_| MIRROR_INDEX.to_string());
         let engine = Engine::start(config, Arc::new(backend), egress).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await

@@ -66,11 +66,18 @@ fn install_command(installer: &Installer, args: &str, missing: &[String]) -> Str
     command
 }
 
-fn env(installer: &Installer) -> Vec<(String, String)> {
+fn env(installer: &Installer, tools: &Toolbox) -> Vec<(String, String)> {
     let mut env = vec![(
         "PIP_CACHE_DIR".to_string(),
         "/sandbox/.petri/cache/pip".to_string(),
     )];
+    if let Some(index) = &tools.pypi_index {
+        env.push(("UV_DEFAULT_INDEX".into(), index.clone()));
+        env.push(("PIP_INDEX_URL".into(), index.clone()));
+        env.push(("PIP_TRUSTED_HOST".into(), "127.0.0.1".into()));
+        env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+        env.push(("no_proxy".into(), "127.0.0.1,localhost".into()));
+    }
     if matches!(installer, Installer::Uv(_)) {
         env.push(("UV_CACHE_DIR".into(), "/sandbox/.petri/cache/uv".into()));
         env.push(("UV_NO_PROGRESS".into(), "1".into()));
@@ -113,7 +120,7 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
         return Ok(Some(DepPlan {
             source: "imports".into(),
             command: install_command(&installer, &quoted.join(" "), &[]),
-            env: env(&installer),
+            env: env(&installer, tools),
             packages,
             missing_imports: Vec::new(),
             fingerprint: print,
@@ -136,7 +143,7 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
     Ok(Some(DepPlan {
         source: source.into(),
         command: install_command(&installer, &args, &missing),
-        env: env(&installer),
+        env: env(&installer, tools),
         packages: listed,
         missing_imports: missing,
         fingerprint: print,

@@ -15,6 +15,7 @@ fn workspace(files: &[(&str, &str)]) -> tempfile::TempDir {
 fn uv() -> Toolbox {
     Toolbox {
         uv: Some("/opt/petri/bin/uv".into()),
+        pypi_index: Some("http://127.0.0.1:3128/pypi/simple".into()),
     }
 }
 
@@ -50,6 +51,10 @@ fn import_scan_maps_distributions_and_skips_stdlib_and_local_modules() {
         plan.command
     );
     assert!(plan.command.contains("'opencv-python'"));
+    assert!(plan.env.contains(&(
+        "UV_DEFAULT_INDEX".into(),
+        "http://127.0.0.1:3128/pypi/simple".into()
+    )));
 }
 
 #[test]

@@ -196,7 +196,11 @@ async fn installs_are_logged_and_user_code_still_has_no_network() {
         .filter(|e| e["allowed"] == true)
         .map(|e| e["target"].as_str().unwrap().to_string())
         .collect();
-    assert!(targets.iter().any(|t| t == "pypi.org:443"), "{egress}");
+    // Python installs go through the server's PyPI mirror on the proxy listener.
+    assert!(
+        targets.iter().any(|t| t == "mirror GET /pypi/simple/six/"),
+        "{egress}"
+    );
     let (_, health) = server.get_json("/health").await;
     assert_eq!(health["installs"]["available"], true);
 }
@@ -375,4 +379,51 @@ async fn maven_dependencies_resolve_once_and_reach_javac_java_and_offline_mvn() 
     let second = server.exec(&id, "cd target/classes && java Main").await;
     assert_eq!(second.done()["output"], "java\n", "{}", second.raw);
     assert_eq!(second.done()["install"]["installed"], false);
+}
+
+#[tokio::test]
+async fn a_second_sandbox_installs_from_the_shared_cache_that_no_sandbox_can_poison() {
+    let server = TestServer::start().await;
+    let first = server.sandbox().await;
+    server
+        .upload(&first, "requirements.txt", b"six==1.16.0\n".to_vec())
+        .await;
+    let done = server.exec(&first, "python -c 'import six'").await.done();
+    assert_eq!(done["exit_code"], 0, "{done}");
+    // The first sandbox now tampers with everything it can reach: its installed package, its
+    // own installer cache, and any wheel it can find.
+    let tamper = "echo 'raise SystemExit(\"poisoned\")' >> /sandbox/.petri/python/six.py; \
+                  find / -xdev -name '*.whl' 2>/dev/null | while read f; do echo x > \"$f\" 2>/dev/null; done; \
+                  find /sandbox/.petri/cache -type f 2>/dev/null | while read f; do echo x > \"$f\"; done; \
+                  python -c 'import six' 2>&1 | tail -1";
+    let tampered = server.exec(&first, tamper).await.done();
+    // Its own copy is broken now (the installer cache and the package share inodes).
+    let broken = tampered["output"].as_str().unwrap();
+    assert!(
+        broken.contains("poisoned") || broken.contains("Error"),
+        "{tampered}"
+    );
+
+    let second = server.sandbox().await;
+    server
+        .upload(&second, "requirements.txt", b"six==1.16.0\n".to_vec())
+        .await;
+    let result = server
+        .exec(&second, "python -c 'import six; print(six.__version__)'")
+        .await;
+    let done = result.done();
+    assert_eq!(done["output"], "1.16.0\n", "{}", result.raw);
+    let run_id = done["run_id"].as_str().unwrap();
+    let (_, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    let hits = egress
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["detail"]
+                .as_str()
+                .is_some_and(|d| d.ends_with("(cache hit)"))
+        })
+        .count();
+    assert!(hits >= 1, "the second install downloads nothing: {egress}");
 }
