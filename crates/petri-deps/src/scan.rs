@@ -20,9 +20,8 @@ const SKIP_DIRS: &[&str] = &[
     "dist",
 ];
 
-/// `O_NOFOLLOW | O_NONBLOCK`: a planted symlink fails instead of being followed, a planted
-/// FIFO cannot block the server.
-const OPEN_FLAGS: i32 = 0o400_000 | 0o4_000;
+/// A planted symlink fails instead of being followed, a planted FIFO cannot block the server.
+const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
 
 /// Reads a regular file without following a final symlink, at most `MAX_FILE_BYTES`.
 pub(crate) fn read_file(path: &Path) -> Option<Vec<u8>> {
