@@ -55,6 +55,8 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
 pub struct EgressProxy {
     allowlist: Arc<Allowlist>,
     mirror: Option<PypiMirror>,
+    /// `host:port` of an HTTP proxy all tunnels go through (a corporate egress proxy).
+    upstream: Option<String>,
 }
 
 /// Addresses a registry name must never resolve to (unless private mirrors are allowed):
@@ -97,6 +99,20 @@ impl EgressProxy {
         Self {
             allowlist: Arc::new(allowlist),
             mirror: None,
+            upstream: None,
+        }
+    }
+
+    /// Sends every allowed tunnel through the HTTP proxy at `upstream` (`http://host:port` or
+    /// `host:port`), which then resolves the names.
+    pub fn with_upstream(mut self, upstream: &str) -> Result<Self, String> {
+        let address = upstream.trim_start_matches("http://").trim_end_matches('/');
+        match address.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                self.upstream = Some(address.to_string());
+                Ok(self)
+            }
+            _ => Err(format!("upstream proxy {upstream:?} is not host:port")),
         }
     }
 
@@ -226,6 +242,12 @@ impl EgressProxy {
                 "destination is not an allowed registry",
             );
         }
+        if let Some(upstream_proxy) = &self.upstream {
+            return match connect_via(upstream_proxy, &target).await {
+                Ok(stream) => self.tunnel(request, stream, tag, sink, target),
+                Err(why) => deny(target, StatusCode::BAD_GATEWAY, &why),
+            };
+        }
         let addresses: Vec<SocketAddr> = match tokio::net::lookup_host((host.as_str(), port)).await
         {
             Ok(found) => found.collect(),
@@ -246,6 +268,18 @@ impl EgressProxy {
                 Ok(Ok(stream)) => stream,
                 _ => return deny(target, StatusCode::BAD_GATEWAY, "registry unreachable"),
             };
+        self.tunnel(request, upstream, tag, sink, target)
+    }
+
+    /// Answers 200 and splices the client's upgraded connection to `upstream`, counting bytes.
+    fn tunnel(
+        &self,
+        request: Request<Incoming>,
+        upstream: TcpStream,
+        tag: ProxyTag,
+        sink: Arc<dyn AuditSink>,
+        target: String,
+    ) -> Response<ProxyBody> {
         tracing::info!(
             sandbox_id = tag.sandbox_id,
             run_id = tag.run_id,
@@ -275,6 +309,37 @@ impl EgressProxy {
             });
         });
         reply(StatusCode::OK, "")
+    }
+}
+
+/// Opens a tunnel to `target` through the HTTP proxy at `proxy`.
+async fn connect_via(proxy: &str, target: &str) -> Result<TcpStream, String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(proxy))
+        .await
+        .map_err(|_| "upstream proxy timed out".to_string())?
+        .map_err(|e| format!("upstream proxy unreachable: {e}"))?;
+    let request = format!("CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    // Read the response head byte by byte: nothing of the tunnel may be consumed here.
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() > 8192 || stream.read(&mut byte).await.map_err(|e| e.to_string())? == 0 {
+            return Err("upstream proxy closed the connection".into());
+        }
+        head.push(byte[0]);
+    }
+    let status_line = String::from_utf8_lossy(&head);
+    match status_line.split_whitespace().nth(1) {
+        Some("200") => Ok(stream),
+        other => Err(format!(
+            "upstream proxy refused the tunnel ({})",
+            other.unwrap_or("no status")
+        )),
     }
 }
 

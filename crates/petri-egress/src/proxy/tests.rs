@@ -135,3 +135,60 @@ fn internal_addresses_are_recognised() {
         assert!(!is_internal(ip.parse().unwrap()), "{ip}");
     }
 }
+
+#[tokio::test]
+async fn tunnels_go_through_a_configured_upstream_proxy() {
+    let upstream = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = upstream.local_addr().unwrap();
+    tokio::spawn(async move {
+        let (mut socket, _) = upstream.accept().await.unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            socket.read_exact(&mut byte).await.unwrap();
+            head.push(byte[0]);
+        }
+        assert!(head.starts_with(b"CONNECT pypi.org:443 HTTP/1.1"));
+        socket
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await
+            .unwrap();
+        let mut buf = [0u8; 4];
+        socket.read_exact(&mut buf).await.unwrap();
+        socket.write_all(&buf).await.unwrap();
+    });
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy_addr = listener.local_addr().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let tag = ProxyTag {
+        sandbox_id: "sb".into(),
+        run_id: "run".into(),
+    };
+    EgressProxy::new(Allowlist::parse("pypi.org").unwrap())
+        .with_upstream(&format!("http://{address}"))
+        .unwrap()
+        .serve(listener, tag, recorder.clone())
+        .unwrap();
+    let (head, mut tunnel) = connect(
+        proxy_addr,
+        "CONNECT pypi.org:443 HTTP/1.1\r\nHost: pypi.org:443\r\n\r\n",
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    tunnel.write_all(b"echo").await.unwrap();
+    let mut answer = [0u8; 4];
+    tunnel.read_exact(&mut answer).await.unwrap();
+    assert_eq!(&answer, b"echo");
+    // The allowlist still applies before anything reaches the upstream proxy.
+    let (head, _) = connect(
+        proxy_addr,
+        "CONNECT github.com:443 HTTP/1.1\r\nHost: github.com:443\r\n\r\n",
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 403"), "{head}");
+    assert!(
+        EgressProxy::new(Allowlist::parse("").unwrap())
+            .with_upstream("nonsense")
+            .is_err()
+    );
+}
