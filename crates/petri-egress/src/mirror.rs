@@ -56,18 +56,22 @@ fn valid_path(path: &str) -> bool {
 }
 
 impl PypiMirror {
-    /// A mirror caching files under `cache` (created if needed).
-    pub fn new(cache: PathBuf) -> Result<Self, std::io::Error> {
+    /// A mirror caching files under `cache` (created if needed), reaching PyPI through the
+    /// HTTP proxy `upstream` (`host:port`) when one is configured.
+    pub fn new(cache: PathBuf, upstream: Option<&str>) -> Result<Self, std::io::Error> {
         std::fs::create_dir_all(&cache)?;
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .user_agent(concat!(
                 "petri/",
                 env!("CARGO_PKG_VERSION"),
                 " (pypi mirror)"
             ))
-            .connect_timeout(std::time::Duration::from_secs(10))
-            .build()
-            .map_err(std::io::Error::other)?;
+            .connect_timeout(std::time::Duration::from_secs(10));
+        if let Some(upstream) = upstream {
+            let url = format!("http://{}", upstream.trim_start_matches("http://"));
+            builder = builder.proxy(reqwest::Proxy::all(url).map_err(std::io::Error::other)?);
+        }
+        let client = builder.build().map_err(std::io::Error::other)?;
         Ok(Self { client, cache })
     }
 

@@ -91,6 +91,9 @@ pub struct ServeArgs {
     /// The `uv` binary used for Python installs (default: `uv` on PATH; `none` or no uv: pip).
     #[arg(long, env = "PETRI_UV")]
     pub uv: Option<PathBuf>,
+    /// An HTTP proxy (`host:port`) all registry traffic must go through, e.g. a corporate one.
+    #[arg(long, env = "PETRI_EGRESS_UPSTREAM")]
+    pub egress_upstream: Option<String>,
     /// Do not run the shared PyPI mirror (installs then reach PyPI through the CONNECT proxy
     /// only, and every sandbox downloads for itself).
     #[arg(long, env = "PETRI_NO_PYPI_MIRROR", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]

@@ -94,8 +94,11 @@ fn build_egress(
         let pypi_allowed =
             allowlist.allows("pypi.org", 443) && allowlist.allows("files.pythonhosted.org", 443);
         let mut proxy = EgressProxy::new(allowlist);
+        if let Some(upstream) = &args.egress_upstream {
+            proxy = proxy.with_upstream(upstream)?;
+        }
         if pypi_allowed && !args.no_pypi_mirror {
-            let mirror = PypiMirror::new(cache_dir)
+            let mirror = PypiMirror::new(cache_dir, args.egress_upstream.as_deref())
                 .map_err(|e| format!("cannot prepare the PyPI mirror cache: {e}"))?;
             proxy = proxy.with_mirror(mirror);
         }
