@@ -9,6 +9,10 @@ use crate::{DepPlan, DepsError, fingerprint};
 
 const REPOSITORY: &str = "/sandbox/.petri/m2";
 const CLASSPATH_FILE: &str = ".petri/java/classpath.txt";
+/// `group:artifact:type:version:scope` lines written by the install, read for the SBOM.
+pub(crate) const DEPENDENCY_LIST: &str = ".petri/java/dependencies.txt";
+/// The repository as seen from the host, relative to the workspace.
+pub(crate) const HOST_REPOSITORY: &str = ".petri/m2";
 /// Longest classpath passed through the environment.
 const MAX_CLASSPATH: usize = 64 * 1024;
 
@@ -25,13 +29,14 @@ fn settings() -> String {
 pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
     let pom = workspace.join("pom.xml");
     if !is_file(&pom) {
-        return Ok(None);
+        return Ok(gradle_notice(workspace));
     }
     let manifest = read_file(&pom).unwrap_or_default();
     let command = format!(
         "mkdir -p /sandbox/.petri/java && printf '%s' '{}' > /sandbox/.petri/maven-settings.xml && cd /sandbox && \
          mvn -B -ntp -s /sandbox/.petri/maven-settings.xml dependency:go-offline test-compile \
-         dependency:build-classpath -Dmdep.outputFile=/sandbox/{CLASSPATH_FILE}",
+         dependency:build-classpath -Dmdep.outputFile=/sandbox/{CLASSPATH_FILE} \
+         dependency:list -DoutputFile=/sandbox/{DEPENDENCY_LIST} -DexcludeTransitive=false",
         settings()
     );
     Ok(Some(DepPlan {
@@ -42,6 +47,24 @@ pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
         env: Vec::new(),
         fingerprint: fingerprint(&[b"maven", &manifest]),
     }))
+}
+
+/// Gradle projects are not built automatically (the distributions' Gradle is too old to
+/// trust); say so once, as an install note, rather than silently doing nothing.
+fn gradle_notice(workspace: &Path) -> Option<DepPlan> {
+    let gradle = ["build.gradle", "build.gradle.kts"]
+        .into_iter()
+        .find(|name| is_file(&workspace.join(name)))?;
+    Some(DepPlan {
+        source: gradle.into(),
+        packages: Vec::new(),
+        missing_imports: Vec::new(),
+        command: format!(
+            "echo '{gradle} found: Gradle dependencies are not installed automatically yet; use a pom.xml, or javac with jars in the workspace'"
+        ),
+        env: Vec::new(),
+        fingerprint: fingerprint(&[b"gradle-notice"]),
+    })
 }
 
 /// Environment of every Java exec: Maven finds the sandbox's repository, and `javac`/`java`
@@ -99,6 +122,23 @@ mod tests {
         assert_eq!(plan.packages, ["org.apache.commons:commons-lang3"]);
         assert!(plan.command.contains("dependency:go-offline test-compile"));
         assert!(plan.command.contains("<port>3128</port>"));
+        assert!(
+            plan.command
+                .contains("dependency:list -DoutputFile=/sandbox/.petri/java/dependencies.txt")
+        );
+    }
+
+    #[test]
+    fn gradle_projects_get_a_notice_not_silence() {
+        let ws = tempfile::tempdir().unwrap();
+        assert_eq!(plan(ws.path()).unwrap(), None);
+        std::fs::write(ws.path().join("build.gradle"), "plugins {}").unwrap();
+        let notice = plan(ws.path()).unwrap().unwrap();
+        assert!(
+            notice.command.starts_with("echo 'build.gradle found"),
+            "{}",
+            notice.command
+        );
     }
 
     #[test]

@@ -32,6 +32,10 @@ impl Component {
     fn purl(&self) -> String {
         match self.ecosystem {
             "golang" => format!("pkg:golang/{}@{}", self.name, self.version),
+            "maven" => match self.name.split_once(':') {
+                Some((group, artifact)) => format!("pkg:maven/{group}/{artifact}@{}", self.version),
+                None => format!("pkg:maven/{}@{}", self.name, self.version),
+            },
             "npm" => match self.name.strip_prefix('@') {
                 Some(scoped) => format!("pkg:npm/%40{scoped}@{}", self.version),
                 None => format!("pkg:npm/{}@{}", self.name, self.version),
@@ -47,6 +51,7 @@ pub fn installed_components(language: &str, workspace: &Path) -> Vec<Component> 
         "python" => python_components(&workspace.join(".petri/python")),
         "node" => node_components(&workspace.join("node_modules/.package-lock.json")),
         "go" => go_components(&workspace.join("go.sum")),
+        "java" => maven_components(workspace),
         _ => Vec::new(),
     };
     components.sort_by(|a, b| {
@@ -127,6 +132,55 @@ fn node_components(lockfile: &Path) -> Vec<Component> {
                 license: field("license"),
                 hash: field("integrity").and_then(|sri| integrity_to_hex(&sri)),
                 source_url: field("resolved"),
+            })
+        })
+        .collect()
+}
+
+/// Artifacts listed by `mvn dependency:list` during the install, with the SHA-1 checksum
+/// Maven keeps beside each jar in the sandbox's repository.
+fn maven_components(workspace: &Path) -> Vec<Component> {
+    let Some(bytes) = read_file(&workspace.join(crate::java::DEPENDENCY_LIST)) else {
+        return Vec::new();
+    };
+    let repository = workspace.join(crate::java::HOST_REPOSITORY);
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.trim().split(':').collect();
+            let [group, artifact, kind, version, _scope, ..] = fields.as_slice() else {
+                return None;
+            };
+            let plain = |s: &str| {
+                !s.is_empty()
+                    && s.bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
+            };
+            if !(plain(group) && plain(artifact) && plain(kind) && plain(version)) {
+                return None;
+            }
+            let checksum = repository
+                .join(group.replace('.', "/"))
+                .join(artifact)
+                .join(version)
+                .join(format!("{artifact}-{version}.{kind}.sha1"));
+            let hash = read_file(&checksum)
+                .map(|b| {
+                    String::from_utf8_lossy(&b)
+                        .split_whitespace()
+                        .next()
+                        .unwrap_or("")
+                        .to_string()
+                })
+                .filter(|h| h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
+                .map(|h| ("SHA-1".to_string(), h));
+            Some(Component {
+                ecosystem: "maven",
+                name: format!("{group}:{artifact}"),
+                version: version.to_string(),
+                license: None,
+                hash,
+                source_url: None,
             })
         })
         .collect()
@@ -265,6 +319,33 @@ mod tests {
         assert_eq!(bom["components"][1]["purl"], "pkg:pypi/six@1.16.0");
         assert_eq!(bom["components"][1]["licenses"][0]["expression"], "MIT");
         assert_eq!(cyclonedx(&components), bom, "deterministic");
+    }
+
+    #[test]
+    fn maven_dependency_list_with_checksums() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".petri/java")).unwrap();
+        let list = "\nThe following files have been resolved:\n   org.apache.commons:commons-lang3:jar:3.14.0:compile -- module org.apache.commons.lang3\n   bad:../x:jar:1:compile\n";
+        std::fs::write(dir.path().join(crate::java::DEPENDENCY_LIST), list).unwrap();
+        let jar_dir = dir
+            .path()
+            .join(".petri/m2/org/apache/commons/commons-lang3/3.14.0");
+        std::fs::create_dir_all(&jar_dir).unwrap();
+        std::fs::write(
+            jar_dir.join("commons-lang3-3.14.0.jar.sha1"),
+            "1ed471194b02f2c6cb734a0cd6f6f107c673afae",
+        )
+        .unwrap();
+        let components = installed_components("java", dir.path());
+        assert_eq!(components.len(), 1);
+        assert_eq!(
+            components[0].purl(),
+            "pkg:maven/org.apache.commons/commons-lang3@3.14.0"
+        );
+        assert_eq!(
+            components[0].hash.as_ref().unwrap().1,
+            "1ed471194b02f2c6cb734a0cd6f6f107c673afae"
+        );
     }
 
     #[test]

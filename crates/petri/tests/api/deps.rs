@@ -376,6 +376,18 @@ async fn maven_dependencies_resolve_once_and_reach_javac_java_and_offline_mvn() 
         done["install"]["packages"],
         json!(["org.apache.commons:commons-lang3"])
     );
+    let (_, bom) = server
+        .get_json(&format!(
+            "/v1/runs/{}/sbom",
+            done["run_id"].as_str().unwrap()
+        ))
+        .await;
+    let component = &bom["components"][0];
+    assert_eq!(
+        component["purl"], "pkg:maven/org.apache.commons/commons-lang3@3.14.0",
+        "{bom}"
+    );
+    assert_eq!(component["hashes"][0]["alg"], "SHA-1", "{bom}");
     let second = server.exec(&id, "cd target/classes && java Main").await;
     assert_eq!(second.done()["output"], "java\n", "{}", second.raw);
     assert_eq!(second.done()["install"]["installed"], false);
