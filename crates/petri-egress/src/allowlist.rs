@@ -140,6 +140,24 @@ mod tests {
         assert!(list.allows("files.example", 443));
     }
 
+    proptest::proptest! {
+        /// A normalised host is a plain DNS name: nothing that could smuggle a port, a path,
+        /// credentials or an IP literal past a rule.
+        #[test]
+        fn normalised_hosts_are_plain_names(raw in "\\PC{0,40}") {
+            if let Some(host) = normalise_host(&raw) {
+                proptest::prop_assert!(host.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'.' || b == b'-'));
+                proptest::prop_assert!(host.parse::<std::net::IpAddr>().is_err());
+            }
+        }
+
+        #[test]
+        fn allowlist_matching_never_panics(host in "\\PC{0,60}", port: u16) {
+            let list = Allowlist::parse(DEFAULT_ALLOWLIST).unwrap();
+            let _ = list.allows(&host, port);
+        }
+    }
+
     #[test]
     fn hostile_names_are_rejected() {
         for bad in [

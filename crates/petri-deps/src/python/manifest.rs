@@ -86,6 +86,17 @@ mod tests {
         assert_eq!(pyproject_dependencies(one), ["httpx", "rich"]);
     }
 
+    proptest::proptest! {
+        /// Arbitrary manifests never panic the parsers, and every name they return is a
+        /// plausible distribution name.
+        #[test]
+        fn parsers_survive_arbitrary_input(text in "\\PC{0,400}") {
+            for name in requirement_names(&text).into_iter().chain(pyproject_dependencies(&text)) {
+                proptest::prop_assert!(name.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)));
+            }
+        }
+    }
+
     #[test]
     fn hostile_manifests_do_not_panic() {
         for text in [

@@ -86,6 +86,20 @@ mod tests {
         assert_eq!(path.split_last(), (&["src".to_string()][..], "app.py"));
     }
 
+    proptest::proptest! {
+        /// Whatever a client sends, an accepted path stays inside the workspace.
+        #[test]
+        fn accepted_paths_never_escape(raw in "[a-z./\\\\\\x00 ]{0,40}") {
+            if let Ok(path) = RelPath::parse(&raw) {
+                proptest::prop_assert!(!path.components().is_empty());
+                for part in path.components() {
+                    proptest::prop_assert!(part != ".." && part != "." && !part.is_empty());
+                    proptest::prop_assert!(!part.contains('/') && !part.contains('\\') && !part.contains('\0'));
+                }
+            }
+        }
+    }
+
     #[test]
     fn rejects_every_escape() {
         for bad in [
