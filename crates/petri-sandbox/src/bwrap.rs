@@ -14,8 +14,8 @@ use std::process::Stdio;
 use rustix::process::Resource;
 
 use crate::cgroup::{Cgroups, OomWatch};
-use crate::net::private_network;
-use crate::sys::{ChildSetup, install};
+use crate::net::{listener_channel, receive_listener};
+use crate::sys::{ChildSetup, ProxyNetwork, install};
 use crate::{
     Backend, BackendInfo, ExecSpec, Network, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec,
 };
@@ -161,10 +161,38 @@ impl BwrapBackend {
         }
     }
 
-    /// Whether this host lets the server give an exec its own network namespace with a proxy
-    /// listener (root, or CAP_SYS_ADMIN): dependency installs need it.
+    /// Whether this host lets an exec prepare its own network namespace with a proxy listener
+    /// (unprivileged user namespaces allowed): dependency installs need it. Tried for real.
     pub fn supports_registry_network(&self) -> bool {
-        private_network(0).is_ok()
+        let probe = || -> Result<bool, SandboxError> {
+            let (ours, childs) = listener_channel()?;
+            let mut command = std::process::Command::new(&self.config.binary);
+            command
+                .args(&self.base_args)
+                .arg("--share-net")
+                .args(workspace_args(&self.config.runtime_dir.join("probe")))
+                .arg("/bin/true")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            install(
+                &mut command,
+                ChildSetup {
+                    network: Some(ProxyNetwork::new(0, childs)),
+                    ..ChildSetup::default()
+                },
+            );
+            let status = command.status().map_err(SandboxError::Network)?;
+            receive_listener(&ours)?;
+            Ok(status.success())
+        };
+        match probe() {
+            Ok(works) => works,
+            Err(e) => {
+                tracing::warn!(error = %e, "the registry network profile is unavailable");
+                false
+            }
+        }
     }
 
     fn rlimits(&self, sandbox: &SandboxSpec) -> Vec<(Resource, u64)> {
@@ -350,36 +378,38 @@ impl Backend for BwrapBackend {
                 for key in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
                     setup.extend(["--setenv".into(), key.into(), proxy.clone().into()]);
                 }
-                // Keep the namespace prepared for us instead of a fresh, empty one.
+                // Keep the namespace the child prepares instead of a fresh, empty one.
                 setup.push("--share-net".into());
-                Some(private_network(port)?)
+                Some((port, listener_channel()?))
             }
         };
-        let (netns, proxy_listener) = match network {
-            Some(net) => (Some(net.namespace), Some(net.listener)),
+        let (network, channel) = match network {
+            Some((port, (ours, childs))) => (Some(ProxyNetwork::new(port, childs)), Some(ours)),
             None => (None, None),
         };
         setup.extend(workspace_args(&sandbox.workspace));
         let args_fd = args_pipe(&setup).map_err(spawn_err)?;
         let args_fd_number = args_fd.as_raw_fd().to_string();
-        let mut command = tokio::process::Command::new(&self.config.binary);
+        let mut command = std::process::Command::new(&self.config.binary);
         command
             .args(["--args", &args_fd_number, "/bin/sh", "-c", &exec.command])
             .env_clear()
             .stdin(Stdio::null())
             .stdout(writer)
-            .stderr(stderr)
-            .kill_on_drop(true);
+            .stderr(stderr);
         install(
             &mut command,
             ChildSetup {
                 cgroup_procs,
                 rlimits: self.rlimits(sandbox),
                 inherit: vec![args_fd],
-                netns,
+                network,
             },
         );
+        let mut command = tokio::process::Command::from(command);
+        command.kill_on_drop(true);
         let child = command.spawn().map_err(spawn_err)?;
+        let proxy_listener = channel.as_ref().map(receive_listener).transpose()?;
         // Dropping the command closes our copies of the write end, so the reader sees EOF
         // once the sandbox's processes are gone.
         drop(command);

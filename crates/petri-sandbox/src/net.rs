@@ -1,39 +1,51 @@
-//! The "registries" network profile: a fresh network namespace whose only way out is a
-//! listener on `127.0.0.1:<port>` created inside it, which the server serves from the host's
-//! namespace (the egress proxy). No veth, no routes, no DNS: sandboxed code can reach that
-//! one port on loopback and nothing else.
+//! The "registries" network profile: the exec's own network namespace whose only way out is a
+//! listener on `127.0.0.1:<port>` created inside it (by the child itself, see
+//! `sys::ProxyNetwork`), which the server serves from the host's namespace. No veth, no
+//! routes, no resolver, and no privilege needed.
 
-use std::fs::File;
+use std::io::IoSliceMut;
+use std::mem::MaybeUninit;
 use std::net::TcpListener;
 use std::os::fd::OwnedFd;
 
-use crate::SandboxError;
-use crate::sys::{loopback_up, unshare_thread_network};
+use rustix::net::{
+    AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SocketFlags, SocketType,
+    recvmsg, socketpair,
+};
 
-/// A network namespace prepared for one exec.
-#[derive(Debug)]
-pub(crate) struct PrivateNetwork {
-    /// `/proc/thread-self/ns/net` of the namespace; the child enters it.
-    pub namespace: OwnedFd,
-    /// Bound inside the namespace, accepted from the host's.
-    pub listener: TcpListener,
+use crate::SandboxError;
+
+/// The two ends of the channel the child sends its listener over.
+pub(crate) fn listener_channel() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+    socketpair(
+        AddressFamily::UNIX,
+        SocketType::DGRAM,
+        SocketFlags::CLOEXEC,
+        None,
+    )
+    .map_err(|e| SandboxError::Network(e.into()))
 }
 
-/// Creates the namespace on a short-lived thread: namespaces are per thread, so the server's
-/// own threads never leave the host's network.
-pub(crate) fn private_network(port: u16) -> Result<PrivateNetwork, SandboxError> {
-    let setup = std::thread::spawn(move || -> std::io::Result<PrivateNetwork> {
-        unshare_thread_network()?;
-        loopback_up()?;
-        let listener = TcpListener::bind(("127.0.0.1", port))?;
-        let namespace = OwnedFd::from(File::open("/proc/thread-self/ns/net")?);
-        Ok(PrivateNetwork {
-            namespace,
-            listener,
+/// Receives the listener the child sent (it is already queued once spawn has returned).
+pub(crate) fn receive_listener(channel: &OwnedFd) -> Result<TcpListener, SandboxError> {
+    let mut byte = [0u8; 1];
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    recvmsg(
+        channel,
+        &mut [IoSliceMut::new(&mut byte)],
+        &mut control,
+        RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC,
+    )
+    .map_err(|e| SandboxError::Network(e.into()))?;
+    let fd = control
+        .drain()
+        .find_map(|message| match message {
+            RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+            _ => None,
         })
-    });
-    setup
-        .join()
-        .map_err(|_| SandboxError::Network(std::io::Error::other("network setup thread panicked")))?
-        .map_err(SandboxError::Network)
+        .ok_or_else(|| {
+            SandboxError::Network(std::io::Error::other("the sandbox sent no listener"))
+        })?;
+    Ok(TcpListener::from(fd))
 }

@@ -3,9 +3,18 @@
 //! Only async-signal-safe system calls on memory allocated before the fork are allowed here,
 //! because the server is multi-threaded and another thread may hold the allocator's lock.
 
+use std::ffi::CString;
+use std::io::IoSlice;
+use std::mem::MaybeUninit;
+use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::process::CommandExt;
 
 use rustix::io::{FdFlags, fcntl_setfd, write};
+use rustix::net::{
+    AddressFamily, SendAncillaryBuffer, SendAncillaryMessage, SendFlags, SocketType, bind, listen,
+    sendmsg, socket,
+};
 use rustix::process::{Resource, Rlimit, setrlimit};
 
 /// What the child does to itself before it becomes bubblewrap.
@@ -18,21 +27,117 @@ pub(crate) struct ChildSetup {
     pub rlimits: Vec<(Resource, u64)>,
     /// Descriptors bubblewrap must inherit (they are opened close-on-exec).
     pub inherit: Vec<OwnedFd>,
-    /// A network namespace to enter instead of the one bubblewrap would create.
-    pub netns: Option<OwnedFd>,
+    /// Give the child its own network namespace with a proxy listener (see [`ProxyNetwork`]).
+    pub network: Option<ProxyNetwork>,
 }
 
-pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) {
+/// The registry network, prepared by the child itself so no privilege is needed: it enters
+/// new user and network namespaces (mapping only its own uid, which any user may do), brings
+/// loopback up, listens on `127.0.0.1:port` there, and hands the listener to the server over
+/// `channel`. bubblewrap then keeps this namespace (`--share-net`).
+#[derive(Debug)]
+pub(crate) struct ProxyNetwork {
+    pub port: u16,
+    pub channel: OwnedFd,
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    setgroups_path: CString,
+    uid_map_path: CString,
+    gid_map_path: CString,
+}
+
+impl ProxyNetwork {
+    /// Everything the child will need, allocated now (in the parent).
+    pub fn new(port: u16, channel: OwnedFd) -> Self {
+        let path =
+            |name: &str| CString::new(format!("/proc/self/{name}")).expect("no NUL in a literal");
+        Self {
+            port,
+            channel,
+            uid_map: format!("0 {} 1\n", rustix::process::getuid().as_raw()).into_bytes(),
+            gid_map: format!("0 {} 1\n", rustix::process::getgid().as_raw()).into_bytes(),
+            setgroups_path: path("setgroups"),
+            uid_map_path: path("uid_map"),
+            gid_map_path: path("gid_map"),
+        }
+    }
+
+    /// Runs in the child. Async-signal-safe: system calls on memory prepared in `new`.
+    fn enter(&self) -> std::io::Result<()> {
+        use rustix::thread::UnshareFlags;
+        // SAFETY: unshare_unsafe is unsafe because CLONE_FILES would split the descriptor
+        // table between threads; only user and network namespaces are requested, in a
+        // single-threaded child about to exec.
+        unsafe { rustix::thread::unshare_unsafe(UnshareFlags::NEWUSER | UnshareFlags::NEWNET) }?;
+        write_file(&self.setgroups_path, b"deny")?;
+        write_file(&self.uid_map_path, &self.uid_map)?;
+        write_file(&self.gid_map_path, &self.gid_map)?;
+        loopback_up()?;
+        let listener = socket(AddressFamily::INET, SocketType::STREAM, None)?;
+        bind(
+            &listener,
+            &SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port),
+        )?;
+        listen(&listener, 128)?;
+        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = SendAncillaryBuffer::new(&mut space);
+        let fds = [listener.as_fd()];
+        control.push(SendAncillaryMessage::ScmRights(&fds));
+        sendmsg(
+            &self.channel,
+            &[IoSlice::new(b"L")],
+            &mut control,
+            SendFlags::empty(),
+        )?;
+        Ok(())
+    }
+}
+
+fn write_file(path: &CString, content: &[u8]) -> std::io::Result<()> {
+    let fd = rustix::fs::open(
+        path.as_c_str(),
+        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC,
+        rustix::fs::Mode::empty(),
+    )?;
+    write(&fd, content)?;
+    Ok(())
+}
+
+/// Brings the loopback interface of the current network namespace up.
+fn loopback_up() -> std::io::Result<()> {
+    let socket = socket(AddressFamily::INET, SocketType::DGRAM, None)?;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+    // SAFETY: ifreq is plain old data; all-zero is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (dst, src) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *dst = *src as libc::c_char;
+    }
+    // SAFETY: SIOCGIFFLAGS reads the flags of the interface named in `request` into it; the
+    // pointer is valid for the whole call and `fd` is an open socket.
+    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: after SIOCGIFFLAGS the flags member of the union is the initialised one.
+    unsafe { request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
+    // SAFETY: SIOCSIFFLAGS reads `request`, valid for the whole call.
+    if unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+pub(crate) fn install(command: &mut std::process::Command, setup: ChildSetup) {
     let ChildSetup {
         cgroup_procs,
         rlimits,
         inherit,
-        netns,
+        network,
     } = setup;
     let child_setup = move || -> std::io::Result<()> {
         // Descriptors the server inherited from whatever started it (a shell, a supervisor)
         // are not close-on-exec; none of them may reach the sandbox.
         mark_all_close_on_exec()?;
+        // Cgroups first: joining needs the host's view, and accounts everything after.
         for procs in &cgroup_procs {
             write(procs.as_fd(), b"0")?;
         }
@@ -48,18 +153,15 @@ pub(crate) fn install(command: &mut tokio::process::Command, setup: ChildSetup) 
         for fd in &inherit {
             fcntl_setfd(fd.as_fd(), FdFlags::empty())?;
         }
-        if let Some(netns) = &netns {
-            rustix::thread::move_into_link_name_space(
-                netns.as_fd(),
-                Some(rustix::thread::LinkNameSpaceType::Network),
-            )?;
+        if let Some(network) = &network {
+            network.enter()?;
         }
         Ok(())
     };
     // SAFETY: `pre_exec` closures run in the child after fork. This one only performs
-    // close_range(2), write(2), setrlimit(2), fcntl(2) and setns(2) on descriptors and vectors
-    // allocated before the fork;
-    // it allocates nothing, takes no locks and touches no state shared with other threads.
+    // close_range, write, setrlimit, fcntl, unshare, open, socket, ioctl, bind, listen and
+    // sendmsg on descriptors and buffers allocated before the fork (or on the stack); it
+    // allocates nothing, takes no locks and touches no state shared with other threads.
     unsafe {
         command.pre_exec(child_setup);
     }
@@ -81,36 +183,4 @@ fn mark_all_close_on_exec() -> std::io::Result<()> {
     } else {
         Err(std::io::Error::last_os_error())
     }
-}
-
-/// Moves the calling thread (only) into a new network namespace.
-pub(crate) fn unshare_thread_network() -> std::io::Result<()> {
-    // SAFETY: unshare_unsafe is unsafe because CLONE_FILES would split the descriptor table
-    // between threads; only CLONE_NEWNET is requested, which affects nothing but this thread's
-    // view of the network.
-    unsafe { rustix::thread::unshare_unsafe(rustix::thread::UnshareFlags::NEWNET) }?;
-    Ok(())
-}
-
-/// Brings the loopback interface of the calling thread's network namespace up.
-pub(crate) fn loopback_up() -> std::io::Result<()> {
-    let socket = std::net::UdpSocket::bind("0.0.0.0:0")?;
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
-    // SAFETY: ifreq is plain old data; all-zero is a valid value.
-    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
-    for (dst, src) in request.ifr_name.iter_mut().zip(b"lo\0") {
-        *dst = *src as libc::c_char;
-    }
-    // SAFETY: SIOCGIFFLAGS reads the flags of the interface named in `request` into it; the
-    // pointer is valid for the whole call and `fd` is an open socket.
-    if unsafe { libc::ioctl(fd, libc::SIOCGIFFLAGS, &mut request) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: after SIOCGIFFLAGS the flags member of the union is the initialised one.
-    unsafe { request.ifr_ifru.ifru_flags |= libc::IFF_UP as libc::c_short };
-    // SAFETY: SIOCSIFFLAGS reads `request`, valid for the whole call.
-    if unsafe { libc::ioctl(fd, libc::SIOCSIFFLAGS, &request) } < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
 }

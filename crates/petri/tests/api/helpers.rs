@@ -138,9 +138,13 @@ impl TestServer {
             .args(["nobody", root.to_str().unwrap()])
             .status()
             .unwrap();
+        // The build's uv may sit where nobody cannot read it: use pip.
         let mut server = Self::spawn_via(
             root,
-            vec![("HOME".into(), "/tmp".into())],
+            vec![
+                ("HOME".into(), "/tmp".into()),
+                ("PETRI_UV".into(), "none".into()),
+            ],
             Launch::AsNobody(binary),
         )
         .await;

@@ -191,4 +191,14 @@ async fn an_unprivileged_server_still_isolates_and_says_limits_are_degraded() {
             .contains("CapEff:\t0000000000000000"),
         "{isolated}"
     );
+    // Dependency installs need no privilege either: the exec builds its own network
+    // namespace and hands the server its proxy listener.
+    assert_eq!(health["installs"]["available"], true, "{health}");
+    server
+        .upload(&id, "requirements.txt", b"six==1.16.0\n".to_vec())
+        .await;
+    let installed = server
+        .exec(&id, "python -c 'import six; print(six.__version__)'")
+        .await;
+    assert_eq!(installed.done()["output"], "1.16.0\n", "{}", installed.raw);
 }
