@@ -7,7 +7,10 @@
 //! addresses by content, so one sandbox cannot alter what another installs, while the second
 //! sandbox installing a package skips the download.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use futures_util::TryStreamExt;
@@ -38,11 +41,28 @@ pub(crate) struct Served {
     pub bytes: u64,
 }
 
-/// The mirror: an HTTPS client and the shared file cache.
+/// How long an index page is reused: new releases show up within this delay.
+const INDEX_TTL: Duration = Duration::from_secs(60);
+/// Most index pages remembered at once.
+const INDEX_ENTRIES: usize = 2_000;
+
+/// An index page as fetched (already rewritten).
+#[derive(Debug, Clone)]
+struct CachedIndex {
+    fetched: Instant,
+    status: StatusCode,
+    content_type: String,
+    body: Bytes,
+}
+
+/// The mirror: an HTTPS client, recently fetched index pages, and the shared file cache.
 #[derive(Debug, Clone)]
 pub struct PypiMirror {
     client: reqwest::Client,
     cache: PathBuf,
+    /// Files beyond this total are evicted, least recently used first.
+    max_cache_bytes: u64,
+    indexes: Arc<Mutex<HashMap<String, CachedIndex>>>,
 }
 
 /// Paths the mirror accepts after its prefix: PyPI's own character set, no `..`.
@@ -58,7 +78,11 @@ fn valid_path(path: &str) -> bool {
 impl PypiMirror {
     /// A mirror caching files under `cache` (created if needed), reaching PyPI through the
     /// HTTP proxy `upstream` (`host:port`) when one is configured.
-    pub fn new(cache: PathBuf, upstream: Option<&str>) -> Result<Self, std::io::Error> {
+    pub fn new(
+        cache: PathBuf,
+        upstream: Option<&str>,
+        max_cache_bytes: u64,
+    ) -> Result<Self, std::io::Error> {
         std::fs::create_dir_all(&cache)?;
         let mut builder = reqwest::Client::builder()
             .user_agent(concat!(
@@ -72,7 +96,12 @@ impl PypiMirror {
             builder = builder.proxy(reqwest::Proxy::all(url).map_err(std::io::Error::other)?);
         }
         let client = builder.build().map_err(std::io::Error::other)?;
-        Ok(Self { client, cache })
+        Ok(Self {
+            client,
+            cache,
+            max_cache_bytes,
+            indexes: Arc::new(Mutex::new(HashMap::new())),
+        })
     }
 
     pub(crate) async fn serve(&self, path: &str, accept: Option<&str>) -> Served {
@@ -89,6 +118,10 @@ impl PypiMirror {
     async fn index(&self, project: &str, accept: Option<&str>) -> Served {
         if !project.is_empty() && !valid_path(project) {
             return refused(StatusCode::BAD_REQUEST, "invalid project path");
+        }
+        let key = format!("{project}\n{}", accept.unwrap_or(""));
+        if let Some(hit) = self.cached_index(&key) {
+            return index_response(hit, format!("index {project} (cached)"));
         }
         let mut request = self.client.get(format!("{UPSTREAM_INDEX}{project}"));
         if let Some(accept) = accept {
@@ -116,18 +149,64 @@ impl PypiMirror {
             }
         };
         let rewritten = String::from_utf8_lossy(&body).replace(UPSTREAM_FILES, FILES_PREFIX);
-        let bytes = rewritten.len() as u64;
-        let mut response = Response::new(full(Bytes::from(rewritten)));
-        *response.status_mut() = status;
-        if let Ok(value) = content_type.parse() {
-            response
-                .headers_mut()
-                .insert(hyper::header::CONTENT_TYPE, value);
+        let entry = CachedIndex {
+            fetched: Instant::now(),
+            status,
+            content_type,
+            body: Bytes::from(rewritten),
+        };
+        if status.is_success() {
+            self.remember_index(key, entry.clone());
         }
-        Served {
-            response,
-            detail: format!("index {project}"),
-            bytes,
+        index_response(entry, format!("index {project}"))
+    }
+
+    fn indexes(&self) -> std::sync::MutexGuard<'_, HashMap<String, CachedIndex>> {
+        self.indexes.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn cached_index(&self, key: &str) -> Option<CachedIndex> {
+        self.indexes()
+            .get(key)
+            .filter(|entry| entry.fetched.elapsed() < INDEX_TTL)
+            .cloned()
+    }
+
+    fn remember_index(&self, key: String, entry: CachedIndex) {
+        let mut indexes = self.indexes();
+        if indexes.len() >= INDEX_ENTRIES {
+            indexes.retain(|_, e| e.fetched.elapsed() < INDEX_TTL);
+            if indexes.len() >= INDEX_ENTRIES {
+                indexes.clear();
+            }
+        }
+        indexes.insert(key, entry);
+    }
+
+    /// Keeps the file cache under its size: least recently used files go first.
+    fn evict(&self) {
+        let Ok(entries) = std::fs::read_dir(&self.cache) else {
+            return;
+        };
+        let mut files: Vec<(SystemTime, u64, PathBuf)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                if !meta.is_file() {
+                    return None;
+                }
+                Some((meta.modified().ok()?, meta.len(), e.path()))
+            })
+            .collect();
+        let mut total: u64 = files.iter().map(|(_, size, _)| size).sum();
+        files.sort();
+        for (_, size, path) in files {
+            if total <= self.max_cache_bytes {
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                total -= size;
+            }
         }
     }
 
@@ -141,14 +220,23 @@ impl PypiMirror {
             .collect();
         let cached = self.cache.join(&digest);
         let hit = tokio::fs::metadata(&cached).await.is_ok();
-        if !hit && let Err(detail) = self.download(path, &cached).await {
-            return refused(StatusCode::BAD_GATEWAY, &detail);
+        if !hit {
+            if let Err(detail) = self.download(path, &cached).await {
+                return refused(StatusCode::BAD_GATEWAY, &detail);
+            }
+            let mirror = self.clone();
+            tokio::task::spawn_blocking(move || mirror.evict());
         }
         let file = match tokio::fs::File::open(&cached).await {
             Ok(file) => file,
             Err(e) => return refused(StatusCode::BAD_GATEWAY, &format!("cache unreadable: {e}")),
         };
         let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+        // Recently used files survive eviction.
+        if let Ok(std_file) = file.try_clone().await {
+            let std_file = std_file.into_std().await;
+            let _ = std_file.set_modified(SystemTime::now());
+        }
         let stream = tokio_util::io::ReaderStream::new(file).map_ok(Frame::data);
         let mut response = Response::new(BodyExt::boxed(StreamBody::new(stream)));
         response
@@ -202,6 +290,22 @@ impl PypiMirror {
     }
 }
 
+fn index_response(entry: CachedIndex, detail: String) -> Served {
+    let bytes = entry.body.len() as u64;
+    let mut response = Response::new(full(entry.body));
+    *response.status_mut() = entry.status;
+    if let Ok(value) = entry.content_type.parse() {
+        response
+            .headers_mut()
+            .insert(hyper::header::CONTENT_TYPE, value);
+    }
+    Served {
+        response,
+        detail,
+        bytes,
+    }
+}
+
 fn full(bytes: Bytes) -> ProxyBody {
     http_body_util::Full::new(bytes)
         .map_err(|never| match never {})
@@ -219,6 +323,22 @@ fn refused(status: StatusCode, why: &str) -> Served {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn eviction_keeps_the_most_recently_used_files_under_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let mirror = PypiMirror::new(dir.path().to_path_buf(), None, 10).unwrap();
+        for (name, age) in [("old", 300), ("mid", 200), ("new", 100)] {
+            let path = dir.path().join(name);
+            std::fs::write(&path, "12345").unwrap();
+            let file = std::fs::File::options().write(true).open(&path).unwrap();
+            file.set_modified(SystemTime::now() - Duration::from_secs(age))
+                .unwrap();
+        }
+        mirror.evict();
+        assert!(!dir.path().join("old").exists());
+        assert!(dir.path().join("mid").exists() && dir.path().join("new").exists());
+    }
 
     #[test]
     fn only_pypi_shaped_paths_are_accepted() {

@@ -94,6 +94,9 @@ pub struct ServeArgs {
     /// An HTTP proxy (`host:port`) all registry traffic must go through, e.g. a corporate one.
     #[arg(long, env = "PETRI_EGRESS_UPSTREAM")]
     pub egress_upstream: Option<String>,
+    /// Size of the shared package cache in MiB (least recently used files are evicted).
+    #[arg(long, env = "PETRI_PACKAGE_CACHE_MB", default_value_t = 10_240)]
+    pub package_cache_mb: u64,
     /// Do not run the shared PyPI mirror (installs then reach PyPI through the CONNECT proxy
     /// only, and every sandbox downloads for itself).
     #[arg(long, env = "PETRI_NO_PYPI_MIRROR", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]

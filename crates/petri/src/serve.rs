@@ -98,8 +98,12 @@ fn build_egress(
             proxy = proxy.with_upstream(upstream)?;
         }
         if pypi_allowed && !args.no_pypi_mirror {
-            let mirror = PypiMirror::new(cache_dir, args.egress_upstream.as_deref())
-                .map_err(|e| format!("cannot prepare the PyPI mirror cache: {e}"))?;
+            let mirror = PypiMirror::new(
+                cache_dir,
+                args.egress_upstream.as_deref(),
+                args.package_cache_mb << 20,
+            )
+            .map_err(|e| format!("cannot prepare the PyPI mirror cache: {e}"))?;
             proxy = proxy.with_mirror(mirror);
         }
         Ok(Some(proxy))
