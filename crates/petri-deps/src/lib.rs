@@ -51,6 +51,8 @@ pub struct Toolbox {
     pub uv: Option<String>,
     /// The server's PyPI mirror (shared, server-owned cache), when it runs one.
     pub pypi_index: Option<String>,
+    /// The server's npm mirror, when it runs one.
+    pub npm_registry: Option<String>,
 }
 
 /// What to install for a workspace, and how.
@@ -90,7 +92,7 @@ pub fn plan(
 ) -> Result<Option<DepPlan>, DepsError> {
     match language {
         "python" => python::plan(workspace, tools),
-        "node" => node::plan(workspace),
+        "node" => node::plan(workspace, tools),
         "go" => go::plan(workspace),
         "java" => java::plan(workspace),
         _ => Ok(None),

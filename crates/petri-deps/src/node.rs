@@ -6,7 +6,7 @@ use std::path::Path;
 use std::collections::BTreeSet;
 
 use crate::scan::{files_with_extension, is_file, read_file};
-use crate::{DepPlan, DepsError, fingerprint, shell_quote};
+use crate::{DepPlan, DepsError, Toolbox, fingerprint, shell_quote};
 
 /// Node's built-in modules (`require('module').builtinModules`, Node 20).
 const BUILTINS: &[&str] = &[
@@ -117,14 +117,20 @@ fn workspace_imports(workspace: &Path) -> BTreeSet<String> {
     packages
 }
 
-fn npm_env() -> Vec<(String, String)> {
-    vec![
+fn npm_env(tools: &Toolbox) -> Vec<(String, String)> {
+    let mut env = vec![
         (
             "npm_config_cache".into(),
             "/sandbox/.petri/cache/npm".into(),
         ),
         ("npm_config_update_notifier".into(), "false".into()),
-    ]
+    ];
+    if let Some(registry) = &tools.npm_registry {
+        env.push(("npm_config_registry".into(), registry.clone()));
+        env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+        env.push(("no_proxy".into(), "127.0.0.1,localhost".into()));
+    }
+    env
 }
 
 /// Dependency names of a `package.json` (`dependencies`, then `devDependencies`). Hostile
@@ -139,7 +145,7 @@ pub(crate) fn dependency_names(manifest: &serde_json::Value) -> Vec<String> {
     names
 }
 
-pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
+pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
     let imports = workspace_imports(workspace);
     let manifest_path = workspace.join("package.json");
     if !is_file(&manifest_path) {
@@ -155,7 +161,7 @@ pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
                 "cd /sandbox && npm install --no-save --no-audit --no-fund --loglevel=http {}",
                 quoted.join(" ")
             ),
-            env: npm_env(),
+            env: npm_env(tools),
             fingerprint: fingerprint(&[b"npm-imports", packages.join("\n").as_bytes()]),
             packages,
             missing_imports: Vec::new(),
@@ -196,7 +202,7 @@ pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
         .into(),
         packages,
         command,
-        env: npm_env(),
+        env: npm_env(tools),
         fingerprint: fingerprint(&[b"npm", &manifest, &lock, missing.join("\n").as_bytes()]),
         missing_imports: missing,
     }))
@@ -214,11 +220,11 @@ mod tests {
             r#"{"dependencies": {"is-number": "^7.0.0"}, "devDependencies": {"left-pad": "1"}}"#,
         )
         .unwrap();
-        let plain = plan(ws.path()).unwrap().unwrap();
+        let plain = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
         assert_eq!(plain.packages, ["is-number", "left-pad"]);
         assert!(plain.command.contains("npm install"));
         std::fs::write(ws.path().join("package-lock.json"), "{}").unwrap();
-        let locked = plan(ws.path()).unwrap().unwrap();
+        let locked = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
         assert!(locked.command.contains("npm ci"));
         assert_ne!(locked.fingerprint, plain.fingerprint);
     }
@@ -245,7 +251,7 @@ mod tests {
             "require('is-number'); require('left-pad');",
         )
         .unwrap();
-        let plan = plan(ws.path()).unwrap().unwrap();
+        let plan = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
         assert_eq!(plan.missing_imports, ["left-pad"]);
         assert!(
             plan.command.contains("npm install --no-save"),
@@ -259,7 +265,7 @@ mod tests {
     }
 
     fn plan_for(ws: &Path) -> DepPlan {
-        plan(ws).unwrap().unwrap()
+        plan(ws, &Toolbox::default()).unwrap().unwrap()
     }
 
     #[test]
@@ -273,7 +279,11 @@ mod tests {
             "{{{{",
         ] {
             std::fs::write(ws.path().join("package.json"), text).unwrap();
-            assert_eq!(plan(ws.path()).unwrap(), None, "{text}");
+            assert_eq!(
+                plan(ws.path(), &Toolbox::default()).unwrap(),
+                None,
+                "{text}"
+            );
         }
     }
 }

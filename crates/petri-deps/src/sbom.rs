@@ -131,7 +131,10 @@ fn node_components(lockfile: &Path) -> Vec<Component> {
                 version: field("version")?,
                 license: field("license"),
                 hash: field("integrity").and_then(|sri| integrity_to_hex(&sri)),
-                source_url: field("resolved"),
+                // Installs through the server's mirror record mirror URLs: name the registry.
+                source_url: field("resolved").map(|url| {
+                    url.replace("http://127.0.0.1:3128/npm/", "https://registry.npmjs.org/")
+                }),
             })
         })
         .collect()

@@ -1,11 +1,14 @@
-//! A pull-through PyPI mirror served on the same in-sandbox listener as the CONNECT proxy.
+//! Pull-through mirrors of PyPI and npm, served on the same in-sandbox listener as the
+//! CONNECT proxy.
 //!
-//! Installers point their index at `http://127.0.0.1:3128/pypi/simple`. Index pages are fetched
-//! from PyPI by the server and their file links rewritten to the mirror; files are fetched by
-//! the server, kept in a server-owned cache shared by every sandbox, and served from it. Only
-//! the server writes the cache and only with bytes PyPI sent over TLS, for a path that PyPI
-//! addresses by content, so one sandbox cannot alter what another installs, while the second
-//! sandbox installing a package skips the download.
+//! Installers point at `http://127.0.0.1:3128/pypi/simple` or `http://127.0.0.1:3128/npm/`.
+//! Metadata (index pages, packuments) is fetched from the registry by the server, briefly
+//! reused, and its download links rewritten to the mirror; package files are fetched by the
+//! server, kept in a server-owned cache shared by every sandbox, and served from it. Only the
+//! server writes the cache, and only with bytes the registry sent over TLS for a path the
+//! registry names (and the installers check the registry's hashes), so one sandbox cannot
+//! alter what another installs, while the second sandbox installing a package skips the
+//! download.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -22,13 +25,58 @@ use tokio::io::AsyncWriteExt;
 
 use crate::proxy::{ProxyBody, reply};
 
-/// Path prefix of the mirror on the proxy listener.
-pub const MIRROR_PREFIX: &str = "/pypi/";
-/// The index URL installers are given.
-pub const MIRROR_INDEX: &str = "http://127.0.0.1:3128/pypi/simple";
-const FILES_PREFIX: &str = "http://127.0.0.1:3128/pypi/files/";
-const UPSTREAM_INDEX: &str = "https://pypi.org/simple/";
-const UPSTREAM_FILES: &str = "https://files.pythonhosted.org/";
+/// The index URL Python installers are given.
+pub const PYPI_MIRROR_INDEX: &str = "http://127.0.0.1:3128/pypi/simple";
+/// The registry URL npm is given.
+pub const NPM_MIRROR_REGISTRY: &str = "http://127.0.0.1:3128/npm/";
+
+/// A registry the mirror can stand in for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Registry {
+    Pypi,
+    Npm,
+}
+
+impl Registry {
+    /// Where metadata for `path` comes from.
+    fn metadata_url(self, path: &str) -> String {
+        match self {
+            Registry::Pypi => format!("https://pypi.org/simple/{path}"),
+            Registry::Npm => format!("https://registry.npmjs.org/{path}"),
+        }
+    }
+
+    /// Where the package file `path` comes from.
+    fn file_url(self, path: &str) -> String {
+        match self {
+            Registry::Pypi => format!("https://files.pythonhosted.org/{path}"),
+            Registry::Npm => format!("https://registry.npmjs.org/{path}"),
+        }
+    }
+
+    /// Download links in metadata, and what they become.
+    fn rewrite(self) -> (&'static str, &'static str) {
+        match self {
+            Registry::Pypi => (
+                "https://files.pythonhosted.org/",
+                "http://127.0.0.1:3128/pypi/files/",
+            ),
+            Registry::Npm => ("https://registry.npmjs.org/", NPM_MIRROR_REGISTRY),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Registry::Pypi => "pypi",
+            Registry::Npm => "npm",
+        }
+    }
+}
+
+/// Whether `path` (of a plain HTTP request on the proxy listener) is for a mirror.
+pub(crate) fn is_mirror_path(path: &str) -> bool {
+    path.starts_with("/pypi/") || path.starts_with("/npm/")
+}
 /// Largest index page and file the mirror handles.
 const MAX_INDEX_BYTES: usize = 64 << 20;
 const MAX_FILE_BYTES: u64 = 4 << 30;
@@ -55,11 +103,13 @@ struct CachedIndex {
     body: Bytes,
 }
 
-/// The mirror: an HTTPS client, recently fetched index pages, and the shared file cache.
+/// The mirror: an HTTPS client, recently fetched metadata, and the shared file cache.
 #[derive(Debug, Clone)]
-pub struct PypiMirror {
+pub struct RegistryMirror {
     client: reqwest::Client,
     cache: PathBuf,
+    pypi: bool,
+    npm: bool,
     /// Files beyond this total are evicted, least recently used first.
     max_cache_bytes: u64,
     indexes: Arc<Mutex<HashMap<String, CachedIndex>>>,
@@ -72,16 +122,19 @@ fn valid_path(path: &str) -> bool {
         && !path.split('/').any(|part| part == ".." || part == ".")
         && path
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.~/+!%".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.~/+!%@".contains(&b))
 }
 
-impl PypiMirror {
+impl RegistryMirror {
     /// A mirror caching files under `cache` (created if needed), reaching PyPI through the
     /// HTTP proxy `upstream` (`host:port`) when one is configured.
+    /// Serves PyPI when `pypi`, npm when `npm` (each only if its hosts are allowed).
     pub fn new(
         cache: PathBuf,
         upstream: Option<&str>,
         max_cache_bytes: u64,
+        pypi: bool,
+        npm: bool,
     ) -> Result<Self, std::io::Error> {
         std::fs::create_dir_all(&cache)?;
         let mut builder = reqwest::Client::builder()
@@ -99,31 +152,51 @@ impl PypiMirror {
         Ok(Self {
             client,
             cache,
+            pypi,
+            npm,
             max_cache_bytes,
             indexes: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 
+    /// Whether installers of PyPI packages should use the mirror.
+    pub fn serves_pypi(&self) -> bool {
+        self.pypi
+    }
+
+    /// Whether npm should use the mirror.
+    pub fn serves_npm(&self) -> bool {
+        self.npm
+    }
+
     pub(crate) async fn serve(&self, path: &str, accept: Option<&str>) -> Served {
-        let rest = &path[MIRROR_PREFIX.len()..];
-        if let Some(project) = rest.strip_prefix("simple/") {
-            return self.index(project, accept).await;
+        if let Some(rest) = path.strip_prefix("/pypi/").filter(|_| self.pypi) {
+            if let Some(project) = rest.strip_prefix("simple/") {
+                return self.index(Registry::Pypi, project, accept).await;
+            }
+            if let Some(file) = rest.strip_prefix("files/") {
+                return self.file(Registry::Pypi, file).await;
+            }
         }
-        if let Some(file) = rest.strip_prefix("files/") {
-            return self.file(file).await;
+        if let Some(rest) = path.strip_prefix("/npm/").filter(|_| self.npm) {
+            // Tarballs live at `<name>/-/<file>.tgz`; everything else is a packument.
+            if rest.contains("/-/") && rest.ends_with(".tgz") {
+                return self.file(Registry::Npm, rest).await;
+            }
+            return self.index(Registry::Npm, rest, accept).await;
         }
         refused(StatusCode::NOT_FOUND, "unknown mirror path")
     }
 
-    async fn index(&self, project: &str, accept: Option<&str>) -> Served {
+    async fn index(&self, registry: Registry, project: &str, accept: Option<&str>) -> Served {
         if !project.is_empty() && !valid_path(project) {
             return refused(StatusCode::BAD_REQUEST, "invalid project path");
         }
-        let key = format!("{project}\n{}", accept.unwrap_or(""));
+        let key = format!("{}\n{project}\n{}", registry.name(), accept.unwrap_or(""));
         if let Some(hit) = self.cached_index(&key) {
             return index_response(hit, format!("index {project} (cached)"));
         }
-        let mut request = self.client.get(format!("{UPSTREAM_INDEX}{project}"));
+        let mut request = self.client.get(registry.metadata_url(project));
         if let Some(accept) = accept {
             request = request.header(reqwest::header::ACCEPT, accept);
         }
@@ -148,7 +221,8 @@ impl PypiMirror {
                 );
             }
         };
-        let rewritten = String::from_utf8_lossy(&body).replace(UPSTREAM_FILES, FILES_PREFIX);
+        let (from, to) = registry.rewrite();
+        let rewritten = String::from_utf8_lossy(&body).replace(from, to);
         let entry = CachedIndex {
             fetched: Instant::now(),
             status,
@@ -210,18 +284,18 @@ impl PypiMirror {
         }
     }
 
-    async fn file(&self, path: &str) -> Served {
+    async fn file(&self, registry: Registry, path: &str) -> Served {
         if !valid_path(path) {
             return refused(StatusCode::BAD_REQUEST, "invalid file path");
         }
-        let digest: String = Sha256::digest(path.as_bytes())
+        let digest: String = Sha256::digest(format!("{}/{path}", registry.name()).as_bytes())
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect();
         let cached = self.cache.join(&digest);
         let hit = tokio::fs::metadata(&cached).await.is_ok();
         if !hit {
-            if let Err(detail) = self.download(path, &cached).await {
+            if let Err(detail) = self.download(&registry.file_url(path), &cached).await {
                 return refused(StatusCode::BAD_GATEWAY, &detail);
             }
             let mirror = self.clone();
@@ -253,10 +327,10 @@ impl PypiMirror {
     }
 
     /// Fetches a file from PyPI into the cache, atomically (a temp name, then a rename).
-    async fn download(&self, path: &str, cached: &std::path::Path) -> Result<(), String> {
+    async fn download(&self, url: &str, cached: &std::path::Path) -> Result<(), String> {
         let upstream = self
             .client
-            .get(format!("{UPSTREAM_FILES}{path}"))
+            .get(url)
             .send()
             .await
             .map_err(|e| format!("file unreachable: {e}"))?;
@@ -327,7 +401,7 @@ mod tests {
     #[test]
     fn eviction_keeps_the_most_recently_used_files_under_the_cap() {
         let dir = tempfile::tempdir().unwrap();
-        let mirror = PypiMirror::new(dir.path().to_path_buf(), None, 10).unwrap();
+        let mirror = RegistryMirror::new(dir.path().to_path_buf(), None, 10, true, true).unwrap();
         for (name, age) in [("old", 300), ("mid", 200), ("new", 100)] {
             let path = dir.path().join(name);
             std::fs::write(&path, "12345").unwrap();
@@ -341,7 +415,9 @@ mod tests {
     }
 
     #[test]
-    fn only_pypi_shaped_paths_are_accepted() {
+    fn only_registry_shaped_paths_are_accepted() {
+        assert!(valid_path("@scope%2fpkg"));
+        assert!(valid_path("is-number/-/is-number-7.0.0.tgz"));
         assert!(valid_path(
             "packages/f9/9b/abc/requests-2.32.3-py3-none-any.whl"
         ));
@@ -354,7 +430,7 @@ mod tests {
             "a?x=1",
             "a#frag",
             "a\\b",
-            "@evil.com/x",
+            "a:b",
         ] {
             assert!(!valid_path(bad), "{bad:?}");
         }

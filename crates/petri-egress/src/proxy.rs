@@ -15,7 +15,7 @@ use tokio::net::TcpStream;
 
 use crate::Allowlist;
 use crate::allowlist::normalise_host;
-use crate::mirror::{MIRROR_PREFIX, PypiMirror};
+use crate::mirror::{RegistryMirror, is_mirror_path};
 
 /// Body of every proxy response: small messages, or a cached file streamed from disk.
 pub(crate) type ProxyBody = BoxBody<Bytes, std::io::Error>;
@@ -54,7 +54,7 @@ pub trait AuditSink: Send + Sync + std::fmt::Debug {
 #[derive(Debug, Clone)]
 pub struct EgressProxy {
     allowlist: Arc<Allowlist>,
-    mirror: Option<PypiMirror>,
+    mirror: Option<RegistryMirror>,
     /// `host:port` of an HTTP proxy all tunnels go through (a corporate egress proxy).
     upstream: Option<String>,
 }
@@ -116,15 +116,15 @@ impl EgressProxy {
         }
     }
 
-    /// Serves `mirror` under `/pypi/` on every listener.
-    pub fn with_mirror(mut self, mirror: PypiMirror) -> Self {
+    /// Serves `mirror` (under `/pypi/` and `/npm/`) on every listener.
+    pub fn with_mirror(mut self, mirror: RegistryMirror) -> Self {
         self.mirror = Some(mirror);
         self
     }
 
-    /// Whether installers should use the PyPI mirror.
-    pub fn has_mirror(&self) -> bool {
-        self.mirror.is_some()
+    /// The mirror served on every listener, if any.
+    pub fn mirror(&self) -> Option<&RegistryMirror> {
+        self.mirror.as_ref()
     }
 
     pub fn allowlist(&self) -> &Allowlist {
@@ -173,7 +173,7 @@ impl EgressProxy {
         sink: Arc<dyn AuditSink>,
     ) -> Response<ProxyBody> {
         if request.method() == Method::GET
-            && request.uri().path().starts_with(MIRROR_PREFIX)
+            && is_mirror_path(request.uri().path())
             && let Some(mirror) = &self.mirror
         {
             let path = request.uri().path().to_string();

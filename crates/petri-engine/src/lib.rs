@@ -30,7 +30,8 @@ pub use exec::{DoneInfo, ExecEvent, ExecRequest, ExecStream, InstallSummary};
 pub use language::SUPPORTED_LANGUAGES;
 pub use petri_deps::Toolbox;
 pub use petri_egress::{
-    Allowlist, DEFAULT_ALLOWLIST as DEFAULT_EGRESS_ALLOWLIST, EgressProxy, MIRROR_INDEX, PypiMirror,
+    Allowlist, DEFAULT_ALLOWLIST as DEFAULT_EGRESS_ALLOWLIST, EgressProxy, NPM_MIRROR_REGISTRY,
+    PYPI_MIRROR_INDEX, RegistryMirror,
 };
 pub use petri_store::{AgentMetrics, Metrics, RunRecord, RunStatus, SandboxRecord, SandboxStatus};
 pub use workspace::{ChunkSource, FileContent, FileEntry};

@@ -97,10 +97,10 @@ pub struct ServeArgs {
     /// Size of the shared package cache in MiB (least recently used files are evicted).
     #[arg(long, env = "PETRI_PACKAGE_CACHE_MB", default_value_t = 10_240)]
     pub package_cache_mb: u64,
-    /// Do not run the shared PyPI mirror (installs then reach PyPI through the CONNECT proxy
-    /// only, and every sandbox downloads for itself).
-    #[arg(long, env = "PETRI_NO_PYPI_MIRROR", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    pub no_pypi_mirror: bool,
+    /// Do not run the shared PyPI and npm mirror (installs then reach the registries through
+    /// the CONNECT proxy only, and every sandbox downloads for itself).
+    #[arg(long, env = "PETRI_NO_PACKAGE_MIRROR", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub no_package_mirror: bool,
     /// Longest a dependency install may take, in seconds.
     #[arg(long, env = "PETRI_INSTALL_TIMEOUT_SECONDS", default_value_t = 600)]
     pub install_timeout_seconds: u64,

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use axum::serve::ListenerExt;
 use petri_api::{AppState, router};
-use petri_engine::{Allowlist, EgressProxy, Engine, MIRROR_INDEX, PypiMirror, Toolbox};
+use petri_engine::{
+    Allowlist, EgressProxy, Engine, NPM_MIRROR_REGISTRY, PYPI_MIRROR_INDEX, RegistryMirror, Toolbox,
+};
 use petri_sandbox::{BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
 
 use crate::config::ServeArgs;
@@ -91,19 +93,22 @@ fn build_egress(
     let mut allowlist = Allowlist::parse(&args.egress_allow).map_err(|e| e.to_string())?;
     allowlist.allow_private = args.egress_allow_private;
     if backend.supports_registry_network() {
-        let pypi_allowed =
+        let pypi =
             allowlist.allows("pypi.org", 443) && allowlist.allows("files.pythonhosted.org", 443);
+        let npm = allowlist.allows("registry.npmjs.org", 443);
         let mut proxy = EgressProxy::new(allowlist);
         if let Some(upstream) = &args.egress_upstream {
             proxy = proxy.with_upstream(upstream)?;
         }
-        if pypi_allowed && !args.no_pypi_mirror {
-            let mirror = PypiMirror::new(
+        if (pypi || npm) && !args.no_package_mirror {
+            let mirror = RegistryMirror::new(
                 cache_dir,
                 args.egress_upstream.as_deref(),
                 args.package_cache_mb << 20,
+                pypi,
+                npm,
             )
-            .map_err(|e| format!("cannot prepare the PyPI mirror cache: {e}"))?;
+            .map_err(|e| format!("cannot prepare the package mirror cache: {e}"))?;
             proxy = proxy.with_mirror(mirror);
         }
         Ok(Some(proxy))
@@ -124,14 +129,14 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let mut config = config;
         config.toolbox = Toolbox {
             uv: uv.as_ref().map(|_| UV_IN_SANDBOX.to_string()),
-            pypi_index: None,
+            ..Toolbox::default()
         };
         let backend = build_backend(&args, config.runtime_dir(), uv.as_deref())?;
-        let egress = build_egress(&args, &backend, config.root.join("cache").join("pypi"))?;
-        config.toolbox.pypi_index = egress
-            .as_ref()
-            .filter(|proxy| proxy.has_mirror())
-            .map(|_| MIRROR_INDEX.to_string());
+        let egress = build_egress(&args, &backend, config.root.join("cache").join("packages"))?;
+        if let Some(mirror) = egress.as_ref().and_then(EgressProxy::mirror) {
+            config.toolbox.pypi_index = mirror.serves_pypi().then(|| PYPI_MIRROR_INDEX.to_string());
+            config.toolbox.npm_registry = mirror.serves_npm().then(|| NPM_MIRROR_REGISTRY.to_string());
+        }
         let engine = Engine::start(config, Arc::new(backend), egress).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await

@@ -264,7 +264,7 @@ async fn node_packages_install_once_from_npm() {
     assert!(
         installs(&first)
             .iter()
-            .any(|l| l.contains("registry.npmjs.org")),
+            .any(|l| l.contains("/npm/is-number")),
         "{}",
         first.raw
     );
@@ -274,10 +274,25 @@ async fn node_packages_install_once_from_npm() {
     assert_eq!(second.done()["install"]["installed"], false);
     let run_id = done["run_id"].as_str().unwrap();
     let (_, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    // npm goes through the server's mirror; a second sandbox gets the tarball from its cache.
     assert!(
-        egress.to_string().contains("registry.npmjs.org:443"),
+        egress.to_string().contains("mirror GET /npm/is-number"),
         "{egress}"
     );
+    let other = server.create(json!({"language": "node"})).await;
+    server
+        .upload(&other, "package.json", manifest.to_vec())
+        .await;
+    server.upload(&other, "index.js", script.to_vec()).await;
+    let again = server.exec(&other, "node index.js").await.done();
+    assert_eq!(again["output"], "true false\n");
+    let (_, egress) = server
+        .get_json(&format!(
+            "/v1/runs/{}/egress",
+            again["run_id"].as_str().unwrap()
+        ))
+        .await;
+    assert!(egress.to_string().contains("(cache hit)"), "{egress}");
     let (_, bom) = server.get_json(&format!("/v1/runs/{run_id}/sbom")).await;
     let component = &bom["components"][0];
     assert_eq!(component["purl"], "pkg:npm/is-number@7.0.0", "{bom}");
