@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use crate::scan::{files_with_extension, is_file, read_file};
-use crate::{DepPlan, DepsError, fingerprint};
+use crate::{DepPlan, DepsError, Toolbox, fingerprint};
 
 const GO_HOME: &str = "/sandbox/.petri/go";
 
@@ -27,11 +27,19 @@ pub(crate) fn runtime_env() -> Vec<(String, String)> {
     env
 }
 
-pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
+pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
     let go_mod = workspace.join("go.mod");
     let mut env = cache_env();
-    // Only the module proxy (checksums are fetched through it too): no VCS fallback.
-    env.push(("GOPROXY".into(), "https://proxy.golang.org".into()));
+    // Only the module proxy (checksums are fetched through it too): no VCS fallback. The
+    // server's mirror of it when there is one (a cache every sandbox shares).
+    match &tools.go_proxy {
+        Some(mirror) => {
+            env.push(("GOPROXY".into(), mirror.clone()));
+            env.push(("NO_PROXY".into(), "127.0.0.1,localhost".into()));
+            env.push(("no_proxy".into(), "127.0.0.1,localhost".into()));
+        }
+        None => env.push(("GOPROXY".into(), "https://proxy.golang.org".into())),
+    }
     if is_file(&go_mod) {
         let manifest = read_file(&go_mod).unwrap_or_default();
         let sums = read_file(&workspace.join("go.sum")).unwrap_or_default();
@@ -98,9 +106,9 @@ mod tests {
     #[test]
     fn loose_go_files_get_a_module() {
         let ws = tempfile::tempdir().unwrap();
-        assert_eq!(plan(ws.path()).unwrap(), None);
+        assert_eq!(plan(ws.path(), &Toolbox::default()).unwrap(), None);
         std::fs::write(ws.path().join("main.go"), "package main\n").unwrap();
-        let plan = plan(ws.path()).unwrap().unwrap();
+        let plan = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
         assert!(plan.command.contains("go mod init sandbox && go mod tidy"));
         assert!(
             plan.env

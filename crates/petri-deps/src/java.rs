@@ -5,7 +5,7 @@
 use std::path::Path;
 
 use crate::scan::{is_file, read_file};
-use crate::{DepPlan, DepsError, fingerprint};
+use crate::{DepPlan, DepsError, Toolbox, fingerprint};
 
 const REPOSITORY: &str = "/sandbox/.petri/m2";
 const CLASSPATH_FILE: &str = ".petri/java/classpath.txt";
@@ -16,17 +16,25 @@ pub(crate) const HOST_REPOSITORY: &str = ".petri/m2";
 /// Longest classpath passed through the environment.
 const MAX_CLASSPATH: usize = 64 * 1024;
 
-/// Maven reads proxies only from a settings file; this one is written by the install command
-/// itself, inside the sandbox, next to the repository.
-fn settings() -> String {
-    format!(
-        "<settings><localRepository>{REPOSITORY}</localRepository><proxies><proxy><id>petri</id>\
-         <active>true</active><protocol>https</protocol><host>127.0.0.1</host><port>3128</port>\
-         </proxy></proxies></settings>"
-    )
+/// Maven reads proxies and mirrors only from a settings file; this one is written by the
+/// install command itself, inside the sandbox, next to the repository. With the server's
+/// repository mirror everything comes from it (a cache every sandbox shares); otherwise
+/// through the CONNECT proxy.
+fn settings(tools: &Toolbox) -> String {
+    let route = match &tools.maven_repository {
+        Some(mirror) => format!(
+            // Named `central` so artifacts count as downloaded from Central, which is what a
+            // later offline `mvn -o` (without this settings file) checks.
+            "<mirrors><mirror><id>central</id><mirrorOf>*</mirrorOf><url>{mirror}</url></mirror></mirrors>"
+        ),
+        None => "<proxies><proxy><id>petri</id><active>true</active><protocol>https</protocol>\
+                 <host>127.0.0.1</host><port>3128</port></proxy></proxies>"
+            .to_string(),
+    };
+    format!("<settings><localRepository>{REPOSITORY}</localRepository>{route}</settings>")
 }
 
-pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
+pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
     let pom = workspace.join("pom.xml");
     if !is_file(&pom) {
         return Ok(gradle_notice(workspace));
@@ -37,7 +45,7 @@ pub(crate) fn plan(workspace: &Path) -> Result<Option<DepPlan>, DepsError> {
          mvn -B -ntp -s /sandbox/.petri/maven-settings.xml dependency:go-offline test-compile \
          dependency:build-classpath -Dmdep.outputFile=/sandbox/{CLASSPATH_FILE} \
          dependency:list -DoutputFile=/sandbox/{DEPENDENCY_LIST} -DexcludeTransitive=false",
-        settings()
+        settings(tools)
     );
     Ok(Some(DepPlan {
         source: "pom.xml".into(),
@@ -118,7 +126,7 @@ mod tests {
                    <artifactId>commons-lang3</artifactId><version>3.14.0</version></dependency>\
                    <dependency><groupId>junit</groupId></dependency></dependencies></project>";
         std::fs::write(ws.path().join("pom.xml"), pom).unwrap();
-        let plan = plan(ws.path()).unwrap().unwrap();
+        let plan = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
         assert_eq!(plan.packages, ["org.apache.commons:commons-lang3"]);
         assert!(plan.command.contains("dependency:go-offline test-compile"));
         assert!(plan.command.contains("<port>3128</port>"));
@@ -131,9 +139,9 @@ mod tests {
     #[test]
     fn gradle_projects_get_a_notice_not_silence() {
         let ws = tempfile::tempdir().unwrap();
-        assert_eq!(plan(ws.path()).unwrap(), None);
+        assert_eq!(plan(ws.path(), &Toolbox::default()).unwrap(), None);
         std::fs::write(ws.path().join("build.gradle"), "plugins {}").unwrap();
-        let notice = plan(ws.path()).unwrap().unwrap();
+        let notice = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
         assert!(
             notice.command.starts_with("echo 'build.gradle found"),
             "{}",

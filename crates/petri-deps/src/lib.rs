@@ -53,6 +53,10 @@ pub struct Toolbox {
     pub pypi_index: Option<String>,
     /// The server's npm mirror, when it runs one.
     pub npm_registry: Option<String>,
+    /// The server's Go module proxy mirror, when it runs one.
+    pub go_proxy: Option<String>,
+    /// The server's Maven repository mirror, when it runs one.
+    pub maven_repository: Option<String>,
 }
 
 /// What to install for a workspace, and how.
@@ -93,8 +97,8 @@ pub fn plan(
     match language {
         "python" => python::plan(workspace, tools),
         "node" => node::plan(workspace, tools),
-        "go" => go::plan(workspace),
-        "java" => java::plan(workspace),
+        "go" => go::plan(workspace, tools),
+        "java" => java::plan(workspace, tools),
         _ => Ok(None),
     }
 }

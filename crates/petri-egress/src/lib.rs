@@ -13,7 +13,10 @@ mod mirror;
 mod proxy;
 
 pub use allowlist::{Allowlist, AllowlistError, DEFAULT_ALLOWLIST};
-pub use mirror::{NPM_MIRROR_REGISTRY, PYPI_MIRROR_INDEX, RegistryMirror};
+pub use mirror::{
+    GO_MIRROR_PROXY, MAVEN_MIRROR_REPOSITORY, MirroredRegistries, NPM_MIRROR_REGISTRY,
+    PYPI_MIRROR_INDEX, RegistryMirror,
+};
 pub use proxy::{AuditSink, ConnectionEvent, EgressProxy, ProxyTag};
 
 /// Port of the proxy listener inside each sandbox's network namespace.

@@ -30,38 +30,96 @@ pub const PYPI_MIRROR_INDEX: &str = "http://127.0.0.1:3128/pypi/simple";
 /// The registry URL npm is given.
 pub const NPM_MIRROR_REGISTRY: &str = "http://127.0.0.1:3128/npm/";
 
+/// The Go module proxy URL the `go` command is given.
+pub const GO_MIRROR_PROXY: &str = "http://127.0.0.1:3128/go";
+/// The repository URL Maven is given (as a mirror of everything).
+pub const MAVEN_MIRROR_REPOSITORY: &str = "http://127.0.0.1:3128/maven2/";
+
+/// Which registries the mirror stands in for (each only when its hosts are allowed).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MirroredRegistries {
+    pub pypi: bool,
+    pub npm: bool,
+    pub go: bool,
+    pub maven: bool,
+}
+
 /// A registry the mirror can stand in for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Registry {
     Pypi,
     Npm,
+    Go,
+    Maven,
 }
 
 impl Registry {
-    /// Where metadata for `path` comes from.
-    fn metadata_url(self, path: &str) -> String {
+    /// The registry and the path within it that a mirror request names.
+    fn route(path: &str) -> Option<(Registry, &str)> {
+        [
+            ("/pypi/", Registry::Pypi),
+            ("/npm/", Registry::Npm),
+            ("/go/", Registry::Go),
+            ("/maven2/", Registry::Maven),
+        ]
+        .into_iter()
+        .find_map(|(prefix, registry)| path.strip_prefix(prefix).map(|rest| (registry, rest)))
+    }
+
+    fn enabled(self, registries: MirroredRegistries) -> bool {
         match self {
-            Registry::Pypi => format!("https://pypi.org/simple/{path}"),
-            Registry::Npm => format!("https://registry.npmjs.org/{path}"),
+            Registry::Pypi => registries.pypi,
+            Registry::Npm => registries.npm,
+            Registry::Go => registries.go,
+            Registry::Maven => registries.maven,
         }
     }
 
-    /// Where the package file `path` comes from.
-    fn file_url(self, path: &str) -> String {
+    /// Whether `path` names immutable content (cached on disk) rather than metadata that
+    /// changes (reused for a minute only).
+    fn is_file(self, path: &str) -> bool {
         match self {
-            Registry::Pypi => format!("https://files.pythonhosted.org/{path}"),
+            Registry::Pypi => path.starts_with("files/"),
+            // Tarballs live at `<name>/-/<file>.tgz`; everything else is a packument.
+            Registry::Npm => path.contains("/-/") && path.ends_with(".tgz"),
+            // Versioned module files never change; lists, `@latest` and checksum-database
+            // lookups do.
+            Registry::Go => {
+                [".zip", ".mod", ".info"]
+                    .iter()
+                    .any(|ext| path.ends_with(ext))
+                    && path.contains("/@v/")
+            }
+            Registry::Maven => !path
+                .rsplit('/')
+                .next()
+                .unwrap_or("")
+                .starts_with("maven-metadata"),
+        }
+    }
+
+    /// Where `path` comes from.
+    fn upstream_url(self, path: &str) -> String {
+        match self {
+            Registry::Pypi => match path.strip_prefix("files/") {
+                Some(file) => format!("https://files.pythonhosted.org/{file}"),
+                None => format!("https://pypi.org/{path}"),
+            },
             Registry::Npm => format!("https://registry.npmjs.org/{path}"),
+            Registry::Go => format!("https://proxy.golang.org/{path}"),
+            Registry::Maven => format!("https://repo.maven.apache.org/maven2/{path}"),
         }
     }
 
     /// Download links in metadata, and what they become.
-    fn rewrite(self) -> (&'static str, &'static str) {
+    fn rewrite(self) -> Option<(&'static str, &'static str)> {
         match self {
-            Registry::Pypi => (
+            Registry::Pypi => Some((
                 "https://files.pythonhosted.org/",
                 "http://127.0.0.1:3128/pypi/files/",
-            ),
-            Registry::Npm => ("https://registry.npmjs.org/", NPM_MIRROR_REGISTRY),
+            )),
+            Registry::Npm => Some(("https://registry.npmjs.org/", NPM_MIRROR_REGISTRY)),
+            Registry::Go | Registry::Maven => None,
         }
     }
 
@@ -69,14 +127,17 @@ impl Registry {
         match self {
             Registry::Pypi => "pypi",
             Registry::Npm => "npm",
+            Registry::Go => "go",
+            Registry::Maven => "maven",
         }
     }
 }
 
 /// Whether `path` (of a plain HTTP request on the proxy listener) is for a mirror.
 pub(crate) fn is_mirror_path(path: &str) -> bool {
-    path.starts_with("/pypi/") || path.starts_with("/npm/")
+    Registry::route(path).is_some()
 }
+
 /// Largest index page and file the mirror handles.
 const MAX_INDEX_BYTES: usize = 64 << 20;
 const MAX_FILE_BYTES: u64 = 4 << 30;
@@ -108,8 +169,7 @@ struct CachedIndex {
 pub struct RegistryMirror {
     client: reqwest::Client,
     cache: PathBuf,
-    pypi: bool,
-    npm: bool,
+    registries: MirroredRegistries,
     /// Files beyond this total are evicted, least recently used first.
     max_cache_bytes: u64,
     indexes: Arc<Mutex<HashMap<String, CachedIndex>>>,
@@ -128,13 +188,12 @@ fn valid_path(path: &str) -> bool {
 impl RegistryMirror {
     /// A mirror caching files under `cache` (created if needed), reaching PyPI through the
     /// HTTP proxy `upstream` (`host:port`) when one is configured.
-    /// Serves PyPI when `pypi`, npm when `npm` (each only if its hosts are allowed).
+    /// Stands in for `registries`, caching files under `cache`.
     pub fn new(
         cache: PathBuf,
         upstream: Option<&str>,
         max_cache_bytes: u64,
-        pypi: bool,
-        npm: bool,
+        registries: MirroredRegistries,
     ) -> Result<Self, std::io::Error> {
         std::fs::create_dir_all(&cache)?;
         let mut builder = reqwest::Client::builder()
@@ -152,40 +211,28 @@ impl RegistryMirror {
         Ok(Self {
             client,
             cache,
-            pypi,
-            npm,
+            registries,
             max_cache_bytes,
             indexes: Arc::new(Mutex::new(HashMap::new())),
         })
     }
 
-    /// Whether installers of PyPI packages should use the mirror.
-    pub fn serves_pypi(&self) -> bool {
-        self.pypi
-    }
-
-    /// Whether npm should use the mirror.
-    pub fn serves_npm(&self) -> bool {
-        self.npm
+    /// The registries this mirror stands in for.
+    pub fn registries(&self) -> MirroredRegistries {
+        self.registries
     }
 
     pub(crate) async fn serve(&self, path: &str, accept: Option<&str>) -> Served {
-        if let Some(rest) = path.strip_prefix("/pypi/").filter(|_| self.pypi) {
-            if let Some(project) = rest.strip_prefix("simple/") {
-                return self.index(Registry::Pypi, project, accept).await;
-            }
-            if let Some(file) = rest.strip_prefix("files/") {
-                return self.file(Registry::Pypi, file).await;
-            }
+        let Some((registry, rest)) =
+            Registry::route(path).filter(|(r, _)| r.enabled(self.registries))
+        else {
+            return refused(StatusCode::NOT_FOUND, "unknown mirror path");
+        };
+        if registry.is_file(rest) {
+            self.file(registry, rest).await
+        } else {
+            self.index(registry, rest, accept).await
         }
-        if let Some(rest) = path.strip_prefix("/npm/").filter(|_| self.npm) {
-            // Tarballs live at `<name>/-/<file>.tgz`; everything else is a packument.
-            if rest.contains("/-/") && rest.ends_with(".tgz") {
-                return self.file(Registry::Npm, rest).await;
-            }
-            return self.index(Registry::Npm, rest, accept).await;
-        }
-        refused(StatusCode::NOT_FOUND, "unknown mirror path")
     }
 
     async fn index(&self, registry: Registry, project: &str, accept: Option<&str>) -> Served {
@@ -196,7 +243,7 @@ impl RegistryMirror {
         if let Some(hit) = self.cached_index(&key) {
             return index_response(hit, format!("index {project} (cached)"));
         }
-        let mut request = self.client.get(registry.metadata_url(project));
+        let mut request = self.client.get(registry.upstream_url(project));
         if let Some(accept) = accept {
             request = request.header(reqwest::header::ACCEPT, accept);
         }
@@ -221,13 +268,15 @@ impl RegistryMirror {
                 );
             }
         };
-        let (from, to) = registry.rewrite();
-        let rewritten = String::from_utf8_lossy(&body).replace(from, to);
+        let rewritten = match registry.rewrite() {
+            Some((from, to)) => Bytes::from(String::from_utf8_lossy(&body).replace(from, to)),
+            None => body,
+        };
         let entry = CachedIndex {
             fetched: Instant::now(),
             status,
             content_type,
-            body: Bytes::from(rewritten),
+            body: rewritten,
         };
         if status.is_success() {
             self.remember_index(key, entry.clone());
@@ -295,8 +344,10 @@ impl RegistryMirror {
         let cached = self.cache.join(&digest);
         let hit = tokio::fs::metadata(&cached).await.is_ok();
         if !hit {
-            if let Err(detail) = self.download(&registry.file_url(path), &cached).await {
-                return refused(StatusCode::BAD_GATEWAY, &detail);
+            if let Err((status, detail)) =
+                self.download(&registry.upstream_url(path), &cached).await
+            {
+                return refused(status, &detail);
             }
             let mirror = self.clone();
             tokio::task::spawn_blocking(move || mirror.evict());
@@ -327,17 +378,31 @@ impl RegistryMirror {
     }
 
     /// Fetches a file from PyPI into the cache, atomically (a temp name, then a rename).
-    async fn download(&self, url: &str, cached: &std::path::Path) -> Result<(), String> {
+    /// A missing file stays a 404 (installers probe for optional files and treat any other
+    /// answer as a transfer failure worth retrying).
+    async fn download(
+        &self,
+        url: &str,
+        cached: &std::path::Path,
+    ) -> Result<(), (StatusCode, String)> {
+        let gateway = |detail: String| (StatusCode::BAD_GATEWAY, detail);
         let upstream = self
             .client
             .get(url)
             .send()
             .await
-            .map_err(|e| format!("file unreachable: {e}"))?;
-        if !upstream.status().is_success() {
-            return Err(format!("upstream answered {}", upstream.status()));
+            .map_err(|e| gateway(format!("file unreachable: {e}")))?;
+        let status = upstream.status();
+        if status == reqwest::StatusCode::NOT_FOUND || status == reqwest::StatusCode::GONE {
+            return Err((StatusCode::NOT_FOUND, "not found upstream".into()));
         }
-        let temp = cached.with_extension(format!("part-{}", std::process::id()));
+        if !status.is_success() {
+            return Err(gateway(format!("upstream answered {status}")));
+        }
+        // Unique per download: two requests for one file must not share a temporary file.
+        static DOWNLOADS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let serial = DOWNLOADS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let temp = cached.with_extension(format!("part-{}-{serial}", std::process::id()));
         let result = async {
             let mut out = tokio::fs::File::create(&temp)
                 .await
@@ -360,7 +425,7 @@ impl RegistryMirror {
         if result.is_err() {
             let _ = tokio::fs::remove_file(&temp).await;
         }
-        result
+        result.map_err(gateway)
     }
 }
 
@@ -401,7 +466,13 @@ mod tests {
     #[test]
     fn eviction_keeps_the_most_recently_used_files_under_the_cap() {
         let dir = tempfile::tempdir().unwrap();
-        let mirror = RegistryMirror::new(dir.path().to_path_buf(), None, 10, true, true).unwrap();
+        let mirror = RegistryMirror::new(
+            dir.path().to_path_buf(),
+            None,
+            10,
+            MirroredRegistries::default(),
+        )
+        .unwrap();
         for (name, age) in [("old", 300), ("mid", 200), ("new", 100)] {
             let path = dir.path().join(name);
             std::fs::write(&path, "12345").unwrap();
@@ -412,6 +483,39 @@ mod tests {
         mirror.evict();
         assert!(!dir.path().join("old").exists());
         assert!(dir.path().join("mid").exists() && dir.path().join("new").exists());
+    }
+
+    #[test]
+    fn routes_and_immutability() {
+        let route =
+            |p: &str| Registry::route(p).map(|(r, rest)| (r, rest.to_string(), r.is_file(rest)));
+        assert_eq!(
+            route("/pypi/simple/six/"),
+            Some((Registry::Pypi, "simple/six/".into(), false))
+        );
+        assert_eq!(
+            route("/pypi/files/packages/a/six.whl"),
+            Some((Registry::Pypi, "files/packages/a/six.whl".into(), true))
+        );
+        assert_eq!(
+            route("/npm/is-number"),
+            Some((Registry::Npm, "is-number".into(), false))
+        );
+        assert!(route("/npm/is-number/-/is-number-7.0.0.tgz").unwrap().2);
+        assert!(route("/go/github.com/google/uuid/@v/v1.6.0.zip").unwrap().2);
+        assert!(!route("/go/github.com/google/uuid/@v/list").unwrap().2);
+        assert!(!route("/go/sumdb/sum.golang.org/supported").unwrap().2);
+        assert!(
+            route("/maven2/junit/junit/4.13.2/junit-4.13.2.jar")
+                .unwrap()
+                .2
+        );
+        assert!(!route("/maven2/junit/junit/maven-metadata.xml").unwrap().2);
+        assert_eq!(route("/other/x"), None);
+        assert_eq!(
+            Registry::Pypi.upstream_url("simple/six/"),
+            "https://pypi.org/simple/six/"
+        );
     }
 
     #[test]

@@ -147,6 +147,9 @@ impl EgressProxy {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                // Mirror responses are small writes; without this each waits ~40 ms on the
+                // installer's delayed ACK, and installs make hundreds of requests.
+                let _ = stream.set_nodelay(true);
                 let (proxy, tag, sink) = (proxy.clone(), tag.clone(), sink.clone());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |request| {

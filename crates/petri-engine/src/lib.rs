@@ -30,8 +30,9 @@ pub use exec::{DoneInfo, ExecEvent, ExecRequest, ExecStream, InstallSummary};
 pub use language::SUPPORTED_LANGUAGES;
 pub use petri_deps::Toolbox;
 pub use petri_egress::{
-    Allowlist, DEFAULT_ALLOWLIST as DEFAULT_EGRESS_ALLOWLIST, EgressProxy, NPM_MIRROR_REGISTRY,
-    PYPI_MIRROR_INDEX, RegistryMirror,
+    Allowlist, DEFAULT_ALLOWLIST as DEFAULT_EGRESS_ALLOWLIST, EgressProxy, GO_MIRROR_PROXY,
+    MAVEN_MIRROR_REPOSITORY, MirroredRegistries, NPM_MIRROR_REGISTRY, PYPI_MIRROR_INDEX,
+    RegistryMirror,
 };
 pub use petri_store::{AgentMetrics, Metrics, RunRecord, RunStatus, SandboxRecord, SandboxStatus};
 pub use workspace::{ChunkSource, FileContent, FileEntry};

@@ -6,7 +6,8 @@ use std::time::Duration;
 use axum::serve::ListenerExt;
 use petri_api::{AppState, router};
 use petri_engine::{
-    Allowlist, EgressProxy, Engine, NPM_MIRROR_REGISTRY, PYPI_MIRROR_INDEX, RegistryMirror, Toolbox,
+    Allowlist, EgressProxy, Engine, GO_MIRROR_PROXY, MAVEN_MIRROR_REPOSITORY, MirroredRegistries,
+    NPM_MIRROR_REGISTRY, PYPI_MIRROR_INDEX, RegistryMirror, Toolbox,
 };
 use petri_sandbox::{BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
 
@@ -93,20 +94,23 @@ fn build_egress(
     let mut allowlist = Allowlist::parse(&args.egress_allow).map_err(|e| e.to_string())?;
     allowlist.allow_private = args.egress_allow_private;
     if backend.supports_registry_network() {
-        let pypi =
-            allowlist.allows("pypi.org", 443) && allowlist.allows("files.pythonhosted.org", 443);
-        let npm = allowlist.allows("registry.npmjs.org", 443);
+        let registries = MirroredRegistries {
+            pypi: allowlist.allows("pypi.org", 443)
+                && allowlist.allows("files.pythonhosted.org", 443),
+            npm: allowlist.allows("registry.npmjs.org", 443),
+            go: allowlist.allows("proxy.golang.org", 443),
+            maven: allowlist.allows("repo.maven.apache.org", 443),
+        };
         let mut proxy = EgressProxy::new(allowlist);
         if let Some(upstream) = &args.egress_upstream {
             proxy = proxy.with_upstream(upstream)?;
         }
-        if (pypi || npm) && !args.no_package_mirror {
+        if registries != MirroredRegistries::default() && !args.no_package_mirror {
             let mirror = RegistryMirror::new(
                 cache_dir,
                 args.egress_upstream.as_deref(),
                 args.package_cache_mb << 20,
-                pypi,
-                npm,
+                registries,
             )
             .map_err(|e| format!("cannot prepare the package mirror cache: {e}"))?;
             proxy = proxy.with_mirror(mirror);
@@ -134,8 +138,12 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let backend = build_backend(&args, config.runtime_dir(), uv.as_deref())?;
         let egress = build_egress(&args, &backend, config.root.join("cache").join("packages"))?;
         if let Some(mirror) = egress.as_ref().and_then(EgressProxy::mirror) {
-            config.toolbox.pypi_index = mirror.serves_pypi().then(|| PYPI_MIRROR_INDEX.to_string());
-            config.toolbox.npm_registry = mirror.serves_npm().then(|| NPM_MIRROR_REGISTRY.to_string());
+            let mirrored = mirror.registries();
+            let url = |on: bool, url: &str| on.then(|| url.to_string());
+            config.toolbox.pypi_index = url(mirrored.pypi, PYPI_MIRROR_INDEX);
+            config.toolbox.npm_registry = url(mirrored.npm, NPM_MIRROR_REGISTRY);
+            config.toolbox.go_proxy = url(mirrored.go, GO_MIRROR_PROXY);
+            config.toolbox.maven_repository = url(mirrored.maven, MAVEN_MIRROR_REPOSITORY);
         }
         let engine = Engine::start(config, Arc::new(backend), egress).map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(args.bind)

@@ -16,7 +16,7 @@ fn uv() -> Toolbox {
     Toolbox {
         uv: Some("/opt/petri/bin/uv".into()),
         pypi_index: Some("http://127.0.0.1:3128/pypi/simple".into()),
-        npm_registry: None,
+        ..Toolbox::default()
     }
 }
 

@@ -91,8 +91,9 @@ impl Collected {
         if self.channel == Channel::Install && line.trim().is_empty() {
             return;
         }
-        if !line.trim().is_empty() {
-            self.last_line = Some(line.trim().to_string());
+        let visible = without_escapes(&line);
+        if !visible.trim().is_empty() {
+            self.last_line = Some(visible.trim().to_string());
         }
         if self.truncated {
             return;
@@ -122,6 +123,29 @@ impl Collected {
         self.flush();
         self.log = None;
     }
+}
+
+/// `line` without terminal escape sequences (colours, cursor moves), which say nothing in an
+/// error message.
+fn without_escapes(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars().peekable();
+    while let Some(ch) = chars.next() {
+        if ch == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters and intermediates, then one final byte in @..~.
+                for next in chars.by_ref() {
+                    if ('@'..='~').contains(&next) {
+                        break;
+                    }
+                }
+            }
+            continue;
+        }
+        out.push(ch);
+    }
+    out
 }
 
 /// What supervision of a process observed.
@@ -249,5 +273,19 @@ async fn read_some(
     match output {
         Some(output) => output.read(buffer).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_not_an_error_message() {
+        assert_eq!(
+            without_escapes("\u{1b}[0m\u{1b}[1;31m[ERROR]\u{1b}[0m boom"),
+            "[ERROR] boom"
+        );
+        assert_eq!(without_escapes("\u{1b}[0m\u{1b}[0m").trim(), "");
     }
 }
