@@ -352,6 +352,18 @@ async fn go_modules_download_once_and_caches_persist() {
             done["run_id"].as_str().unwrap()
         ))
         .await;
+    let (_, egress) = server
+        .get_json(&format!(
+            "/v1/runs/{}/egress",
+            done["run_id"].as_str().unwrap()
+        ))
+        .await;
+    assert!(
+        egress
+            .to_string()
+            .contains("mirror GET /go/github.com/google/uuid/@v/v1.6.0.zip"),
+        "modules come through the server's mirror: {egress}"
+    );
     assert_eq!(
         bom["components"][0]["purl"], "pkg:golang/github.com/google/uuid@v1.6.0",
         "{bom}"
@@ -403,6 +415,18 @@ async fn maven_dependencies_resolve_once_and_reach_javac_java_and_offline_mvn() 
         "{bom}"
     );
     assert_eq!(component["hashes"][0]["alg"], "SHA-1", "{bom}");
+    let (_, egress) = server
+        .get_json(&format!(
+            "/v1/runs/{}/egress",
+            done["run_id"].as_str().unwrap()
+        ))
+        .await;
+    assert!(
+        egress
+            .to_string()
+            .contains("mirror GET /maven2/org/apache/commons/commons-lang3"),
+        "artifacts come through the server's mirror: {egress}"
+    );
     let second = server.exec(&id, "cd target/classes && java Main").await;
     assert_eq!(second.done()["output"], "java\n", "{}", second.raw);
     assert_eq!(second.done()["install"]["installed"], false);
