@@ -15,6 +15,7 @@ use rustix::process::Resource;
 
 use crate::cgroup::{Cgroups, OomWatch};
 use crate::net::{listener_channel, receive_listener};
+use crate::seccomp::SeccompPrograms;
 use crate::sys::{ChildSetup, ProxyNetwork, install};
 use crate::{
     Backend, BackendInfo, ExecSpec, Network, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec,
@@ -81,6 +82,8 @@ pub struct BwrapBackend {
     version: String,
     /// Fixed part of the argument vector, computed once.
     base_args: Vec<OsString>,
+    /// The syscall filters every exec runs under.
+    seccomp: SeccompPrograms,
 }
 
 fn runtime_err(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
@@ -129,7 +132,9 @@ impl BwrapBackend {
             fs::write(&path, content).map_err(runtime_err(&path))?;
         }
         let base_args = base_args(&config, Path::new("/"));
+        let seccomp = crate::seccomp::programs()?;
         let backend = Self {
+            seccomp,
             config,
             version,
             base_args,
@@ -308,15 +313,21 @@ fn base_args(config: &BwrapConfig, host_root: &Path) -> Vec<OsString> {
 /// A pipe holding `args` NUL-separated, for `bwrap --args FD`. The whole list (a few KiB)
 /// fits in the pipe buffer, so it is written before bubblewrap starts reading.
 fn args_pipe(args: &[OsString]) -> std::io::Result<OwnedFd> {
-    use std::io::Write;
     use std::os::unix::ffi::OsStrExt;
     let mut bytes = Vec::new();
     for arg in args {
         bytes.extend_from_slice(arg.as_bytes());
         bytes.push(0);
     }
+    bytes_pipe(&bytes)
+}
+
+/// A pipe whose read end yields `bytes` then end-of-file (small payloads only: they must fit
+/// the pipe buffer, as nobody reads before the child starts).
+fn bytes_pipe(bytes: &[u8]) -> std::io::Result<OwnedFd> {
+    use std::io::Write;
     let (reader, mut writer) = std::io::pipe()?;
-    writer.write_all(&bytes)?;
+    writer.write_all(bytes)?;
     drop(writer);
     Ok(reader.into())
 }
@@ -387,6 +398,12 @@ impl Backend for BwrapBackend {
             Some((port, (ours, childs))) => (Some(ProxyNetwork::new(port, childs)), Some(ours)),
             None => (None, None),
         };
+        let mut inherit = Vec::new();
+        for program in &self.seccomp.programs {
+            let fd = bytes_pipe(program).map_err(spawn_err)?;
+            setup.extend(["--add-seccomp-fd".into(), fd.as_raw_fd().to_string().into()]);
+            inherit.push(fd);
+        }
         setup.extend(workspace_args(&sandbox.workspace));
         let args_fd = args_pipe(&setup).map_err(spawn_err)?;
         let args_fd_number = args_fd.as_raw_fd().to_string();
@@ -402,7 +419,10 @@ impl Backend for BwrapBackend {
             ChildSetup {
                 cgroup_procs,
                 rlimits: self.rlimits(sandbox),
-                inherit: vec![args_fd],
+                inherit: {
+                    inherit.push(args_fd);
+                    inherit
+                },
                 network,
             },
         );

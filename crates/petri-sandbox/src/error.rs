@@ -22,6 +22,8 @@ pub enum SandboxError {
     },
     #[error("cannot prepare the sandbox's registry-only network (needs root): {0}")]
     Network(std::io::Error),
+    #[error("cannot build the seccomp filter: {0}")]
+    Seccomp(String),
     #[error("waiting for sandbox process failed: {0}")]
     Wait(std::io::Error),
 }

@@ -11,6 +11,7 @@ mod cgroup;
 mod error;
 mod net;
 mod process;
+mod seccomp;
 mod sys;
 
 use std::path::PathBuf;

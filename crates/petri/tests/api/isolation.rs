@@ -147,3 +147,48 @@ async fn descriptors_inherited_by_the_server_do_not_reach_sandboxes() {
     assert!(!output.split_whitespace().any(|fd| fd == "7"), "{output}");
     assert!(output.contains("Bad file descriptor"), "{output}");
 }
+
+#[tokio::test]
+async fn kernel_attack_surface_is_filtered_by_seccomp() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    let probe = r#"
+import ctypes, errno, subprocess, threading
+libc = ctypes.CDLL(None, use_errno=True)
+def call(name, nr, *args):
+    result = libc.syscall(nr, *args)
+    print(name, result, errno.errorcode.get(ctypes.get_errno(), ctypes.get_errno()))
+call("ptrace", 101, 0, 0, 0, 0)
+call("keyctl", 250, 0, 0, 0, 0)
+call("bpf", 321, 0, 0, 0)
+call("io_uring_setup", 425, 1, 0)
+call("unshare", 272, 0x10000000)
+call("mount", 165, 0, 0, 0, 0, 0)
+call("clone3", 435, 0, 0)
+print("seccomp", open("/proc/self/status").read().split("Seccomp:")[1].split()[0])
+print(subprocess.run(["echo", "fork ok"], capture_output=True, text=True).stdout.strip())
+t = threading.Thread(target=lambda: print("thread ok")); t.start(); t.join()
+"#;
+    server
+        .upload(&id, "probe.py", probe.as_bytes().to_vec())
+        .await;
+    let done = server.exec(&id, "python probe.py").await.done();
+    let output = done["output"].as_str().unwrap();
+    for denied in [
+        "ptrace",
+        "keyctl",
+        "bpf",
+        "io_uring_setup",
+        "unshare",
+        "mount",
+    ] {
+        assert!(
+            output.contains(&format!("{denied} -1 EPERM")),
+            "{denied}: {output}"
+        );
+    }
+    // clone3 says "not implemented", so C libraries fall back to clone.
+    assert!(output.contains("clone3 -1 ENOSYS"), "{output}");
+    assert!(output.contains("seccomp 2"), "{output}");
+    assert!(output.contains("fork ok\nthread ok"), "{output}");
+}
