@@ -67,6 +67,11 @@ pub struct ExecSpec {
     pub network: Network,
 }
 
+/// The Landlock ABI version this kernel offers, if any.
+pub fn landlock_abi() -> Option<i64> {
+    sys::landlock_abi()
+}
+
 /// How limits are enforced on this host, for `/health` and the start-up line.
 #[derive(Debug, Clone, Serialize)]
 pub struct BackendInfo {

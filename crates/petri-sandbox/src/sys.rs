@@ -184,3 +184,19 @@ fn mark_all_close_on_exec() -> std::io::Result<()> {
         Err(std::io::Error::last_os_error())
     }
 }
+
+/// The Landlock ABI version the kernel offers (`None` when Landlock is absent or disabled).
+pub(crate) fn landlock_abi() -> Option<i64> {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: landlock_create_ruleset with a null attribute pointer, size 0 and the VERSION
+    // flag only returns the ABI version; it reads no memory and creates no descriptor.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    (version > 0).then_some(version)
+}

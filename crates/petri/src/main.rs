@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod config;
+mod doctor;
 mod serve;
 
 use clap::{Parser, Subcommand};
@@ -21,6 +22,12 @@ struct Cli {
 enum Command {
     /// Run the HTTP server.
     Serve(Box<config::ServeArgs>),
+    /// Check what isolation this host gives (exit 0: full, 2: degraded, 1: none).
+    Doctor {
+        /// The bubblewrap executable.
+        #[arg(long, env = "PETRI_BWRAP", default_value = "bwrap")]
+        bwrap: std::path::PathBuf,
+    },
 }
 
 fn main() -> std::process::ExitCode {
@@ -34,6 +41,7 @@ fn main() -> std::process::ExitCode {
         .init();
     let result = match cli.command {
         Command::Serve(args) => serve::run(*args),
+        Command::Doctor { bwrap } => return std::process::ExitCode::from(doctor::run(&bwrap)),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -4,6 +4,7 @@
 mod helpers;
 
 mod deps;
+mod doctor;
 mod exec;
 mod hostile;
 mod isolation;
