@@ -216,11 +216,13 @@ impl EgressProxy {
         };
         if request.method() != Method::CONNECT {
             let target = format!("{} {}", request.method(), request.uri());
-            return deny(
-                target,
-                StatusCode::METHOD_NOT_ALLOWED,
-                "only CONNECT tunnels to registries are allowed",
-            );
+            // Installers probe mirror files with HEAD (for range requests) and fall back to GET.
+            let why = if self.mirror.is_some() && is_mirror_path(request.uri().path()) {
+                "the package mirror answers GET only"
+            } else {
+                "only CONNECT tunnels to registries are allowed"
+            };
+            return deny(target, StatusCode::METHOD_NOT_ALLOWED, why);
         }
         let Some(authority) = request.uri().authority().cloned() else {
             return deny(
