@@ -355,6 +355,7 @@ impl Backend for BwrapBackend {
             limits_degraded: limits_mode == "rlimit",
             network: "none (loopback only)",
             namespaces: &["user", "pid", "mount", "ipc", "uts", "cgroup", "net"],
+            seccomp: "deny list (resources/seccomp/default.json)",
         }
     }
 

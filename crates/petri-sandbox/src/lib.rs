@@ -83,6 +83,8 @@ pub struct BackendInfo {
     pub limits_degraded: bool,
     pub network: &'static str,
     pub namespaces: &'static [&'static str],
+    /// What the syscall filter is.
+    pub seccomp: &'static str,
 }
 
 /// An isolation engine. Implementations must make every exec a fresh, fully isolated process

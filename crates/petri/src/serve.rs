@@ -156,7 +156,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let limits = info.default_limits;
         // The one line an operator (and the test harness) reads to know where we are.
         println!(
-            "petri listening on http://{listen} | isolation: {} {} ({} namespaces, network {}) | limits: {}{} memory={}MiB pids={} cpus={} timeout={}s | root: {}",
+            "petri listening on http://{listen} | isolation: {} {} ({} namespaces, seccomp, network {}) | limits: {}{} memory={}MiB pids={} cpus={} timeout={}s | root: {}",
             info.isolation.backend,
             info.isolation.version,
             info.isolation.namespaces.join("+"),
