@@ -43,12 +43,11 @@ except OSError as e:
 print("proxy", os.environ.get("HTTPS_PROXY"))
 "#;
 
-#[tokio::test]
-async fn registry_profile_reaches_only_the_allowlist() {
+/// A backend (without cgroups) and a sandbox with an empty workspace, in a temp dir.
+fn setup(id: &str) -> (tempfile::TempDir, BwrapBackend, SandboxSpec) {
     let dir = tempfile::tempdir().unwrap();
     let workspace = dir.path().join("ws");
     std::fs::create_dir(&workspace).unwrap();
-    std::fs::write(workspace.join("probe.py"), PROBE).unwrap();
     let ca = "/etc/ssl/certs/ca-certificates.crt".to_string();
     let backend = BwrapBackend::new(BwrapConfig {
         binary: "bwrap".into(),
@@ -64,7 +63,7 @@ async fn registry_profile_reaches_only_the_allowlist() {
     })
     .unwrap();
     let sandbox = SandboxSpec {
-        id: "sb_egress".into(),
+        id: id.into(),
         workspace,
         limits: Limits {
             memory_bytes: 512 << 20,
@@ -72,6 +71,25 @@ async fn registry_profile_reaches_only_the_allowlist() {
             cpu_millis: 1000,
         },
     };
+    (dir, backend, sandbox)
+}
+
+/// Everything the process printed, once it closed its output.
+async fn read_all(process: &mut petri_sandbox::Process) -> String {
+    let mut output = String::new();
+    process
+        .take_output()
+        .unwrap()
+        .read_to_string(&mut output)
+        .await
+        .unwrap();
+    output
+}
+
+#[tokio::test]
+async fn registry_profile_reaches_only_the_allowlist() {
+    let (_dir, backend, sandbox) = setup("sb_egress");
+    std::fs::write(sandbox.workspace.join("probe.py"), PROBE).unwrap();
     let exec = ExecSpec {
         command: "python3 /sandbox/probe.py".into(),
         env: Vec::new(),
@@ -91,13 +109,7 @@ async fn registry_profile_reaches_only_the_allowlist() {
             recorder.clone(),
         )
         .unwrap();
-    let mut output = String::new();
-    process
-        .take_output()
-        .unwrap()
-        .read_to_string(&mut output)
-        .await
-        .unwrap();
+    let output = read_all(&mut process).await;
     let exit = process.wait().await.unwrap();
     serving.abort();
     assert_eq!(exit.code, 0, "{output}");
@@ -124,28 +136,7 @@ async fn registry_profile_reaches_only_the_allowlist() {
 
 #[tokio::test]
 async fn default_profile_has_no_proxy_listener() {
-    let dir = tempfile::tempdir().unwrap();
-    let workspace = dir.path().join("ws");
-    std::fs::create_dir(&workspace).unwrap();
-    let backend = BwrapBackend::new(BwrapConfig {
-        binary: "bwrap".into(),
-        runtime_dir: dir.path().join("runtime"),
-        tmp_size_bytes: 64 << 20,
-        extra_ro_paths: Vec::new(),
-        base_env: Vec::new(),
-        tools: Vec::new(),
-        cgroups: Cgroups::unavailable("test"),
-    })
-    .unwrap();
-    let sandbox = SandboxSpec {
-        id: "sb_none".into(),
-        workspace,
-        limits: Limits {
-            memory_bytes: 256 << 20,
-            pids: 64,
-            cpu_millis: 1000,
-        },
-    };
+    let (_dir, backend, sandbox) = setup("sb_none");
     let exec = ExecSpec {
         command: "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 3128), timeout=2)\" 2>&1 | tail -1".into(),
         env: Vec::new(),
@@ -153,13 +144,7 @@ async fn default_profile_has_no_proxy_listener() {
     };
     let mut process = backend.spawn(&sandbox, &exec).unwrap();
     assert!(process.take_proxy_listener().is_none());
-    let mut output = String::new();
-    process
-        .take_output()
-        .unwrap()
-        .read_to_string(&mut output)
-        .await
-        .unwrap();
+    let output = read_all(&mut process).await;
     process.wait().await.unwrap();
     assert!(output.contains("Connection refused"), "{output}");
 }

@@ -5,6 +5,14 @@ use serde_json::json;
 
 use crate::helpers::*;
 
+/// The egress log of the run a `done` event describes.
+async fn egress_of(server: &TestServer, done: &serde_json::Value) -> serde_json::Value {
+    let run_id = done["run_id"].as_str().unwrap();
+    let (status, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    assert_eq!(status, 200, "{egress}");
+    egress
+}
+
 fn installs(result: &ExecResult) -> Vec<String> {
     result
         .events
@@ -186,9 +194,7 @@ async fn installs_are_logged_and_user_code_still_has_no_network() {
         output.ends_with("0\n"),
         "no proxy variables for user code: {output}"
     );
-    let run_id = done["run_id"].as_str().unwrap();
-    let (status, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
-    assert_eq!(status, 200);
+    let egress = egress_of(&server, &done).await;
     let targets: Vec<_> = egress
         .as_array()
         .unwrap()
@@ -235,8 +241,7 @@ async fn installs_cannot_reach_hosts_off_the_allowlist() {
             .unwrap()
             .starts_with("dependency install failed")
     );
-    let run_id = done["run_id"].as_str().unwrap();
-    let (_, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    let egress = egress_of(&server, &done).await;
     let denied: Vec<_> = egress
         .as_array()
         .unwrap()
@@ -272,8 +277,7 @@ async fn node_packages_install_once_from_npm() {
     let second = server.exec(&id, "cd / && node /sandbox/index.js").await;
     assert!(installs(&second).is_empty(), "{}", second.raw);
     assert_eq!(second.done()["install"]["installed"], false);
-    let run_id = done["run_id"].as_str().unwrap();
-    let (_, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    let egress = egress_of(&server, &done).await;
     // npm goes through the server's mirror; a second sandbox gets the tarball from its cache.
     assert!(
         egress.to_string().contains("mirror GET /npm/is-number"),
@@ -286,13 +290,9 @@ async fn node_packages_install_once_from_npm() {
     server.upload(&other, "index.js", script.to_vec()).await;
     let again = server.exec(&other, "node index.js").await.done();
     assert_eq!(again["output"], "true false\n");
-    let (_, egress) = server
-        .get_json(&format!(
-            "/v1/runs/{}/egress",
-            again["run_id"].as_str().unwrap()
-        ))
-        .await;
+    let egress = egress_of(&server, &again).await;
     assert!(egress.to_string().contains("(cache hit)"), "{egress}");
+    let run_id = done["run_id"].as_str().unwrap();
     let (_, bom) = server.get_json(&format!("/v1/runs/{run_id}/sbom")).await;
     let component = &bom["components"][0];
     assert_eq!(component["purl"], "pkg:npm/is-number@7.0.0", "{bom}");
@@ -352,12 +352,7 @@ async fn go_modules_download_once_and_caches_persist() {
             done["run_id"].as_str().unwrap()
         ))
         .await;
-    let (_, egress) = server
-        .get_json(&format!(
-            "/v1/runs/{}/egress",
-            done["run_id"].as_str().unwrap()
-        ))
-        .await;
+    let egress = egress_of(&server, &done).await;
     assert!(
         egress
             .to_string()
@@ -415,12 +410,7 @@ async fn maven_dependencies_resolve_once_and_reach_javac_java_and_offline_mvn() 
         "{bom}"
     );
     assert_eq!(component["hashes"][0]["alg"], "SHA-1", "{bom}");
-    let (_, egress) = server
-        .get_json(&format!(
-            "/v1/runs/{}/egress",
-            done["run_id"].as_str().unwrap()
-        ))
-        .await;
+    let egress = egress_of(&server, &done).await;
     assert!(
         egress
             .to_string()
@@ -464,8 +454,7 @@ async fn a_second_sandbox_installs_from_the_shared_cache_that_no_sandbox_can_poi
         .await;
     let done = result.done();
     assert_eq!(done["output"], "1.16.0\n", "{}", result.raw);
-    let run_id = done["run_id"].as_str().unwrap();
-    let (_, egress) = server.get_json(&format!("/v1/runs/{run_id}/egress")).await;
+    let egress = egress_of(&server, &done).await;
     let hits = egress
         .as_array()
         .unwrap()
