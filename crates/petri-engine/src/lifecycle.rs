@@ -210,9 +210,4 @@ impl Engine {
             tracing::warn!("some exec tasks did not finish within the shutdown grace period");
         }
     }
-
-    /// A token cancelled when shutdown begins (for long-lived responses).
-    pub fn shutdown_token(&self) -> CancellationToken {
-        self.shutdown.clone()
-    }
 }

@@ -77,9 +77,4 @@ impl Process {
     pub fn kill(&mut self) {
         let _ = self.child.start_kill();
     }
-
-    /// Host pid of the tree's supervisor, while it runs.
-    pub fn id(&self) -> Option<u32> {
-        self.child.id()
-    }
 }

@@ -11,7 +11,7 @@ mod records;
 mod runs;
 mod sandboxes;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -35,7 +35,6 @@ const MIGRATIONS: &[&str] = &[
 #[derive(Debug)]
 pub struct Store {
     conn: Mutex<Connection>,
-    path: PathBuf,
 }
 
 impl Store {
@@ -51,15 +50,9 @@ impl Store {
         conn.pragma_update(None, "foreign_keys", "ON")?;
         let store = Self {
             conn: Mutex::new(conn),
-            path: path.to_path_buf(),
         };
         store.migrate()?;
         Ok(store)
-    }
-
-    /// Where the database file lives.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     fn migrate(&self) -> Result<(), StoreError> {

@@ -2,7 +2,7 @@
 
 use axum::Json;
 use axum::body::Body;
-use axum::extract::multipart::MultipartRejection;
+use axum::extract::multipart::{Field, MultipartRejection};
 use axum::extract::{Multipart, Path, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -13,19 +13,33 @@ use crate::AppState;
 use crate::error::ApiError;
 use crate::extract::{FieldChunks, accept_multipart, drain_if_refused, missing_file, next_field};
 
+/// Refuses unknown sandboxes before the body is read, then hands the first part named `file`
+/// to `upload` (other parts are skipped). A refused (413) upload is drained so the client can
+/// read the answer.
+async fn receive_file<T>(
+    state: &AppState,
+    id: &str,
+    multipart: Result<Multipart, MultipartRejection>,
+    upload: impl AsyncFnOnce(Field<'_>) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    state.engine.sandbox(id).await?;
+    let mut multipart = accept_multipart(multipart)?;
+    while let Some(field) = next_field(&mut multipart).await? {
+        if field.name() != Some("file") {
+            continue;
+        }
+        let result = upload(field).await;
+        return drain_if_refused(&mut multipart, result).await;
+    }
+    Err(missing_file())
+}
+
 pub(crate) async fn upload_file(
     State(state): State<AppState>,
     Path(id): Path<String>,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
-    // Unknown sandboxes are refused before the body is read.
-    state.engine.sandbox(&id).await?;
-    let mut multipart = accept_multipart(multipart)?;
-    // Other parts are skipped; the first part named `file` is the upload.
-    while let Some(field) = next_field(&mut multipart).await? {
-        if field.name() != Some("file") {
-            continue;
-        }
+    let (filename, size) = receive_file(&state, &id, multipart, async |field: Field<'_>| {
         let Some(filename) = field.file_name().map(str::to_string) else {
             return Err(ApiError::new(
                 StatusCode::BAD_REQUEST,
@@ -36,16 +50,15 @@ pub(crate) async fn upload_file(
         let size = state
             .engine
             .upload_file(&id, &filename, FieldChunks(field))
-            .await
-            .map_err(ApiError::from);
-        let size = drain_if_refused(&mut multipart, size).await?;
-        return Ok((
-            StatusCode::CREATED,
-            Json(json!({ "filename": filename, "size": size })),
-        )
-            .into_response());
-    }
-    Err(missing_file())
+            .await?;
+        Ok((filename, size))
+    })
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "filename": filename, "size": size })),
+    )
+        .into_response())
 }
 
 pub(crate) async fn upload_zip(
@@ -53,20 +66,15 @@ pub(crate) async fn upload_zip(
     Path(id): Path<String>,
     multipart: Result<Multipart, MultipartRejection>,
 ) -> Result<Response, ApiError> {
-    state.engine.sandbox(&id).await?;
-    let mut multipart = accept_multipart(multipart)?;
-    while let Some(field) = next_field(&mut multipart).await? {
-        if field.name() != Some("file") {
-            continue;
-        }
-        let files = state.engine.upload_zip(&id, FieldChunks(field)).await?;
-        return Ok((
-            StatusCode::CREATED,
-            Json(json!({ "status": "uploaded", "files": files })),
-        )
-            .into_response());
-    }
-    Err(missing_file())
+    let files = receive_file(&state, &id, multipart, async |field: Field<'_>| {
+        Ok(state.engine.upload_zip(&id, FieldChunks(field)).await?)
+    })
+    .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "status": "uploaded", "files": files })),
+    )
+        .into_response())
 }
 
 pub(crate) async fn list(
