@@ -28,7 +28,6 @@ pub(crate) fn runtime_env() -> Vec<(String, String)> {
 }
 
 pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
-    let go_mod = workspace.join("go.mod");
     let mut env = cache_env();
     // Only the module proxy (checksums are fetched through it too): no VCS fallback. The
     // server's mirror of it when there is one (a cache every sandbox shares).
@@ -40,9 +39,9 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
         }
         None => env.push(("GOPROXY".into(), "https://proxy.golang.org".into())),
     }
-    if is_file(&go_mod) {
-        let manifest = read_file(&go_mod).unwrap_or_default();
-        let sums = read_file(&workspace.join("go.sum")).unwrap_or_default();
+    if is_file(workspace, "go.mod") {
+        let manifest = read_file(workspace, "go.mod").unwrap_or_default();
+        let sums = read_file(workspace, "go.sum").unwrap_or_default();
         return Ok(Some(DepPlan {
             source: "go.mod".into(),
             packages: required_modules(&String::from_utf8_lossy(&manifest)),

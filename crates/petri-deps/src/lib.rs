@@ -57,6 +57,8 @@ pub struct Toolbox {
     pub go_proxy: Option<String>,
     /// The server's Maven repository mirror, when it runs one.
     pub maven_repository: Option<String>,
+    /// Path of `gradle` inside the sandbox, when the server has one.
+    pub gradle: Option<String>,
 }
 
 /// What to install for a workspace, and how.

@@ -2,8 +2,10 @@
 
 use std::fs;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::os::fd::OwnedFd;
+use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{CWD, Dir, FileType, Mode, OFlags, fstat, openat};
 
 /// Most files read by one scan, most bytes read from one file, deepest directory visited.
 const MAX_FILES: usize = 2_000;
@@ -20,27 +22,75 @@ const SKIP_DIRS: &[&str] = &[
     "dist",
 ];
 
+const DIR_FLAGS: OFlags = OFlags::DIRECTORY
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
 /// A planted symlink fails instead of being followed, a planted FIFO cannot block the server.
-const OPEN_FLAGS: i32 = libc::O_NOFOLLOW | libc::O_NONBLOCK;
+const FILE_FLAGS: OFlags = OFlags::NOFOLLOW
+    .union(OFlags::NONBLOCK)
+    .union(OFlags::CLOEXEC)
+    .union(OFlags::RDONLY);
 
-/// Reads a regular file without following a final symlink, at most `MAX_FILE_BYTES`.
-pub(crate) fn read_file(path: &Path) -> Option<Vec<u8>> {
-    let file = fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(OPEN_FLAGS)
-        .open(path)
-        .ok()?;
-    if !file.metadata().ok()?.is_file() {
+/// Opens `relative` below `root` one component at a time, never following a symlink (a
+/// sandbox may have replaced any directory on the way with one pointing into the host).
+fn open_beneath(root: &Path, relative: &Path, last: OFlags) -> Option<OwnedFd> {
+    let mut names = Vec::new();
+    for component in relative.components() {
+        match component {
+            Component::Normal(name) => names.push(name),
+            Component::CurDir => {}
+            _ => return None,
+        }
+    }
+    let mut current = openat(CWD, root, DIR_FLAGS, Mode::empty()).ok()?;
+    let Some((final_name, dirs)) = names.split_last() else {
+        return Some(current);
+    };
+    for name in dirs {
+        current = openat(&current, *name, DIR_FLAGS, Mode::empty()).ok()?;
+    }
+    openat(&current, *final_name, last, Mode::empty()).ok()
+}
+
+/// Reads the regular file `relative` below `root`, at most `MAX_FILE_BYTES`.
+pub(crate) fn read_file(root: &Path, relative: impl AsRef<Path>) -> Option<Vec<u8>> {
+    let fd = open_beneath(root, relative.as_ref(), FILE_FLAGS)?;
+    if FileType::from_raw_mode(fstat(&fd).ok()?.st_mode) != FileType::RegularFile {
         return None;
     }
     let mut bytes = Vec::new();
-    file.take(MAX_FILE_BYTES).read_to_end(&mut bytes).ok()?;
+    fs::File::from(fd)
+        .take(MAX_FILE_BYTES)
+        .read_to_end(&mut bytes)
+        .ok()?;
     Some(bytes)
 }
 
-/// Whether `path` is a regular file (not a symlink to one).
-pub(crate) fn is_file(path: &Path) -> bool {
-    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
+/// Whether `relative` below `root` is a regular file (reached without symlinks).
+pub(crate) fn is_file(root: &Path, relative: impl AsRef<Path>) -> bool {
+    open_beneath(root, relative.as_ref(), FILE_FLAGS)
+        .and_then(|fd| fstat(&fd).ok())
+        .is_some_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile)
+}
+
+/// Names of the subdirectories of `relative` below `root`, at most `limit`, sorted.
+pub(crate) fn subdirectories(root: &Path, relative: impl AsRef<Path>, limit: usize) -> Vec<String> {
+    let Some(fd) = open_beneath(root, relative.as_ref(), DIR_FLAGS) else {
+        return Vec::new();
+    };
+    let Ok(dir) = Dir::new(fd) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = dir
+        .flatten()
+        .filter(|entry| entry.file_type() == FileType::Directory)
+        .filter_map(|entry| entry.file_name().to_str().ok().map(str::to_string))
+        .filter(|name| name != "." && name != "..")
+        .take(limit)
+        .collect();
+    names.sort();
+    names
 }
 
 /// Files under `root` whose name ends in `extension`, skipping hidden and vendored

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Empty, Full};
 use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
@@ -175,7 +175,8 @@ impl EgressProxy {
         tag: ProxyTag,
         sink: Arc<dyn AuditSink>,
     ) -> Response<ProxyBody> {
-        if request.method() == Method::GET
+        let head = request.method() == Method::HEAD;
+        if (request.method() == Method::GET || head)
             && is_mirror_path(request.uri().path())
             && let Some(mirror) = &self.mirror
         {
@@ -188,12 +189,19 @@ impl EgressProxy {
             let served = mirror.serve(&path, accept.as_deref()).await;
             sink.record(ConnectionEvent {
                 tag,
-                target: format!("mirror GET {path}"),
+                target: format!("mirror {} {path}", request.method()),
                 allowed: served.response.status().is_success(),
                 detail: Some(served.detail),
                 bytes_up: 0,
-                bytes_down: served.bytes,
+                bytes_down: if head { 0 } else { served.bytes },
             });
+            if head {
+                // Installers probe with HEAD before a GET: the same answer, without the body
+                // (the file is then already in the cache for the GET that follows).
+                let (parts, _) = served.response.into_parts();
+                let empty = Empty::new().map_err(|never| match never {}).boxed();
+                return Response::from_parts(parts, empty);
+            }
             return served.response;
         }
         let deny = |target: String, status: StatusCode, why: &str| {
@@ -216,9 +224,8 @@ impl EgressProxy {
         };
         if request.method() != Method::CONNECT {
             let target = format!("{} {}", request.method(), request.uri());
-            // Installers probe mirror files with HEAD (for range requests) and fall back to GET.
             let why = if self.mirror.is_some() && is_mirror_path(request.uri().path()) {
-                "the package mirror answers GET only"
+                "the package mirror answers GET and HEAD only"
             } else {
                 "only CONNECT tunnels to registries are allowed"
             };

@@ -91,6 +91,11 @@ pub struct ServeArgs {
     /// The `uv` binary used for Python installs (default: `uv` on PATH; `none` or no uv: pip).
     #[arg(long, env = "PETRI_UV")]
     pub uv: Option<PathBuf>,
+    /// The `gradle` used for `build.gradle` projects (default: `/usr/bin/gradle` when present;
+    /// `none`: no Gradle). It runs inside sandboxes, so it must live under `/usr` or one of
+    /// `PETRI_EXTRA_RO_PATHS`.
+    #[arg(long, env = "PETRI_GRADLE")]
+    pub gradle: Option<PathBuf>,
     /// An HTTP proxy (`host:port`) all registry traffic must go through, e.g. a corporate one.
     #[arg(long, env = "PETRI_EGRESS_UPSTREAM")]
     pub egress_upstream: Option<String>,

@@ -55,6 +55,31 @@ fn find_uv(args: &ServeArgs) -> Result<Option<std::path::PathBuf>, String> {
     }
 }
 
+/// Where Gradle is found when `PETRI_GRADLE` is not set (Debian's package puts it here).
+const DEFAULT_GRADLE: &str = "/usr/bin/gradle";
+
+/// The `gradle` sandboxes run for `build.gradle` projects: `PETRI_GRADLE` (`none`: none),
+/// else the distribution's, when installed.
+fn find_gradle(args: &ServeArgs) -> Result<Option<String>, String> {
+    let visible = |path: &std::path::Path| {
+        path.starts_with("/usr") || args.extra_ro_paths.iter().any(|dir| path.starts_with(dir))
+    };
+    match &args.gradle {
+        Some(gradle) if gradle.as_os_str() == "none" => Ok(None),
+        Some(gradle) if !gradle.is_file() => {
+            Err(format!("PETRI_GRADLE {} is not a file", gradle.display()))
+        }
+        Some(gradle) if !visible(gradle) => Err(format!(
+            "PETRI_GRADLE {} is not visible in sandboxes: it must be under /usr or PETRI_EXTRA_RO_PATHS",
+            gradle.display()
+        )),
+        Some(gradle) => Ok(Some(gradle.display().to_string())),
+        None => Ok(std::path::Path::new(DEFAULT_GRADLE)
+            .is_file()
+            .then(|| DEFAULT_GRADLE.to_string())),
+    }
+}
+
 fn build_backend(
     args: &ServeArgs,
     runtime_dir: std::path::PathBuf,
@@ -133,6 +158,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let mut config = config;
         config.toolbox = Toolbox {
             uv: uv.as_ref().map(|_| UV_IN_SANDBOX.to_string()),
+            gradle: find_gradle(&args)?,
             ..Toolbox::default()
         };
         let backend = build_backend(&args, config.runtime_dir(), uv.as_deref())?;

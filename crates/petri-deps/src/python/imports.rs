@@ -105,7 +105,7 @@ pub(crate) fn third_party_imports(workspace: &Path) -> BTreeSet<String> {
     }
     let mut imports = BTreeSet::new();
     for file in &files {
-        if let Some(bytes) = read_file(&workspace.join(file)) {
+        if let Some(bytes) = read_file(workspace, file) {
             imports.extend(imported_modules(&String::from_utf8_lossy(&bytes)));
         }
     }

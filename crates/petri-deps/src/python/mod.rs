@@ -88,12 +88,12 @@ fn env(installer: &Installer, tools: &Toolbox) -> Vec<(String, String)> {
 pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
     let installer = installer(tools);
     let imports = third_party_imports(workspace);
-    let (source, manifest, listed, args) = if is_file(&workspace.join("pyproject.toml")) {
-        let bytes = read_file(&workspace.join("pyproject.toml")).unwrap_or_default();
+    let (source, manifest, listed, args) = if is_file(workspace, "pyproject.toml") {
+        let bytes = read_file(workspace, "pyproject.toml").unwrap_or_default();
         let listed = manifest::pyproject_dependencies(&String::from_utf8_lossy(&bytes));
         ("pyproject.toml", bytes, listed, "/sandbox".to_string())
-    } else if is_file(&workspace.join("requirements.txt")) {
-        let bytes = read_file(&workspace.join("requirements.txt")).unwrap_or_default();
+    } else if is_file(workspace, "requirements.txt") {
+        let bytes = read_file(workspace, "requirements.txt").unwrap_or_default();
         let listed = manifest::requirement_names(&String::from_utf8_lossy(&bytes));
         (
             "requirements.txt",

@@ -3,6 +3,7 @@ use std::sync::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
+use crate::MirroredRegistries;
 
 #[derive(Debug, Default)]
 struct Recorder(Mutex<Vec<ConnectionEvent>>);
@@ -191,4 +192,40 @@ async fn tunnels_go_through_a_configured_upstream_proxy() {
             .with_upstream("nonsense")
             .is_err()
     );
+}
+
+/// Installers probe files with HEAD before downloading them (reaches Maven Central).
+#[tokio::test]
+async fn the_mirror_answers_head_without_a_body_and_logs_it() {
+    let cache = tempfile::tempdir().unwrap();
+    let registries = MirroredRegistries {
+        maven: true,
+        ..MirroredRegistries::default()
+    };
+    let mirror =
+        RegistryMirror::new(cache.path().to_path_buf(), None, 1 << 30, registries).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let proxy = listener.local_addr().unwrap();
+    let recorder = Arc::new(Recorder::default());
+    let tag = ProxyTag {
+        sandbox_id: "sb_test".into(),
+        run_id: "run_test".into(),
+    };
+    EgressProxy::new(Allowlist::parse("repo.maven.apache.org").unwrap())
+        .with_mirror(mirror)
+        .serve(listener, tag, recorder.clone())
+        .unwrap();
+    let path = "/maven2/junit/junit/4.13.2/junit-4.13.2.pom";
+    let (head, mut stream) = connect(
+        proxy,
+        &format!("HEAD {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"),
+    )
+    .await;
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let mut rest = Vec::new();
+    stream.read_to_end(&mut rest).await.unwrap();
+    assert!(rest.is_empty(), "a HEAD answer has no body");
+    let events = recorder.0.lock().unwrap().clone();
+    assert_eq!(events[0].target, format!("mirror HEAD {path}"));
+    assert!(events[0].allowed);
 }

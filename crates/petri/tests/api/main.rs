@@ -4,6 +4,7 @@
 mod helpers;
 
 mod deps;
+mod deps_java;
 mod doctor;
 mod exec;
 mod hostile;

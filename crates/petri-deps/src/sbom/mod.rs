@@ -9,9 +9,15 @@ use std::path::Path;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::python::normalise;
-use crate::scan::read_file;
+mod go;
+mod jvm;
+mod licence;
 
+use crate::python::normalise;
+use crate::scan::{read_file, subdirectories};
+
+/// Installed Python distributions, relative to the workspace.
+const PYTHON_TARGET: &str = ".petri/python";
 /// Most packages described in one bill.
 const MAX_COMPONENTS: usize = 5_000;
 
@@ -48,10 +54,10 @@ impl Component {
 /// Packages installed for `language` in `workspace`, sorted by name.
 pub fn installed_components(language: &str, workspace: &Path) -> Vec<Component> {
     let mut components = match language {
-        "python" => python_components(&workspace.join(".petri/python")),
-        "node" => node_components(&workspace.join("node_modules/.package-lock.json")),
-        "go" => go_components(&workspace.join("go.sum")),
-        "java" => maven_components(workspace),
+        "python" => python_components(workspace),
+        "node" => node_components(workspace),
+        "go" => go::components(workspace),
+        "java" => jvm::components(workspace),
         _ => Vec::new(),
     };
     components.sort_by(|a, b| {
@@ -61,18 +67,11 @@ pub fn installed_components(language: &str, workspace: &Path) -> Vec<Component> 
     components
 }
 
-fn python_components(target: &Path) -> Vec<Component> {
-    let Ok(entries) = std::fs::read_dir(target) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .take(MAX_COMPONENTS * 4)
-        .filter(|e| {
-            e.file_name().to_string_lossy().ends_with(".dist-info")
-                && e.file_type().is_ok_and(|t| t.is_dir())
-        })
-        .filter_map(|e| read_file(&e.path().join("METADATA")))
+fn python_components(workspace: &Path) -> Vec<Component> {
+    subdirectories(workspace, PYTHON_TARGET, MAX_COMPONENTS * 4)
+        .into_iter()
+        .filter(|name| name.ends_with(".dist-info"))
+        .filter_map(|name| read_file(workspace, format!("{PYTHON_TARGET}/{name}/METADATA")))
         .filter_map(|bytes| python_metadata(&String::from_utf8_lossy(&bytes)))
         .collect()
 }
@@ -110,8 +109,8 @@ fn python_metadata(text: &str) -> Option<Component> {
     })
 }
 
-fn node_components(lockfile: &Path) -> Vec<Component> {
-    let Some(bytes) = read_file(lockfile) else {
+fn node_components(workspace: &Path) -> Vec<Component> {
+    let Some(bytes) = read_file(workspace, "node_modules/.package-lock.json") else {
         return Vec::new();
     };
     let Ok(lock) = serde_json::from_slice::<Value>(&bytes) else {
@@ -135,86 +134,6 @@ fn node_components(lockfile: &Path) -> Vec<Component> {
                 source_url: field("resolved").map(|url| {
                     url.replace("http://127.0.0.1:3128/npm/", "https://registry.npmjs.org/")
                 }),
-            })
-        })
-        .collect()
-}
-
-/// Artifacts listed by `mvn dependency:list` during the install, with the SHA-1 checksum
-/// Maven keeps beside each jar in the sandbox's repository.
-fn maven_components(workspace: &Path) -> Vec<Component> {
-    let Some(bytes) = read_file(&workspace.join(crate::java::DEPENDENCY_LIST)) else {
-        return Vec::new();
-    };
-    let repository = workspace.join(crate::java::HOST_REPOSITORY);
-    String::from_utf8_lossy(&bytes)
-        .lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.trim().split(':').collect();
-            let [group, artifact, kind, version, _scope, ..] = fields.as_slice() else {
-                return None;
-            };
-            let plain = |s: &str| {
-                !s.is_empty()
-                    && s.bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b))
-            };
-            if !(plain(group) && plain(artifact) && plain(kind) && plain(version)) {
-                return None;
-            }
-            let checksum = repository
-                .join(group.replace('.', "/"))
-                .join(artifact)
-                .join(version)
-                .join(format!("{artifact}-{version}.{kind}.sha1"));
-            let hash = read_file(&checksum)
-                .map(|b| {
-                    String::from_utf8_lossy(&b)
-                        .split_whitespace()
-                        .next()
-                        .unwrap_or("")
-                        .to_string()
-                })
-                .filter(|h| h.len() == 40 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-                .map(|h| ("SHA-1".to_string(), h));
-            Some(Component {
-                ecosystem: "maven",
-                name: format!("{group}:{artifact}"),
-                version: version.to_string(),
-                license: None,
-                hash,
-                source_url: None,
-            })
-        })
-        .collect()
-}
-
-/// Modules pinned in `go.sum` (their `h1:` hash is a SHA-256 over the module's files).
-fn go_components(go_sum: &Path) -> Vec<Component> {
-    let Some(bytes) = read_file(go_sum) else {
-        return Vec::new();
-    };
-    String::from_utf8_lossy(&bytes)
-        .lines()
-        .filter_map(|line| {
-            let mut parts = line.split_whitespace();
-            let (module, version, hash) = (parts.next()?, parts.next()?, parts.next()?);
-            if version.ends_with("/go.mod") {
-                return None;
-            }
-            let digest = base64::engine::general_purpose::STANDARD
-                .decode(hash.strip_prefix("h1:")?)
-                .ok()?;
-            Some(Component {
-                ecosystem: "golang",
-                name: module.to_string(),
-                version: version.to_string(),
-                license: None,
-                hash: Some((
-                    "SHA-256".into(),
-                    digest.iter().map(|b| format!("{b:02x}")).collect(),
-                )),
-                source_url: None,
             })
         })
         .collect()
@@ -322,48 +241,6 @@ mod tests {
         assert_eq!(bom["components"][1]["purl"], "pkg:pypi/six@1.16.0");
         assert_eq!(bom["components"][1]["licenses"][0]["expression"], "MIT");
         assert_eq!(cyclonedx(&components), bom, "deterministic");
-    }
-
-    #[test]
-    fn maven_dependency_list_with_checksums() {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(dir.path().join(".petri/java")).unwrap();
-        let list = "\nThe following files have been resolved:\n   org.apache.commons:commons-lang3:jar:3.14.0:compile -- module org.apache.commons.lang3\n   bad:../x:jar:1:compile\n";
-        std::fs::write(dir.path().join(crate::java::DEPENDENCY_LIST), list).unwrap();
-        let jar_dir = dir
-            .path()
-            .join(".petri/m2/org/apache/commons/commons-lang3/3.14.0");
-        std::fs::create_dir_all(&jar_dir).unwrap();
-        std::fs::write(
-            jar_dir.join("commons-lang3-3.14.0.jar.sha1"),
-            "1ed471194b02f2c6cb734a0cd6f6f107c673afae",
-        )
-        .unwrap();
-        let components = installed_components("java", dir.path());
-        assert_eq!(components.len(), 1);
-        assert_eq!(
-            components[0].purl(),
-            "pkg:maven/org.apache.commons/commons-lang3@3.14.0"
-        );
-        assert_eq!(
-            components[0].hash.as_ref().unwrap().1,
-            "1ed471194b02f2c6cb734a0cd6f6f107c673afae"
-        );
-    }
-
-    #[test]
-    fn go_sum_lists_modules_with_hashes() {
-        let dir = tempfile::tempdir().unwrap();
-        let sum = "github.com/google/uuid v1.6.0 h1:NIvaJDMOsjHA8n1jAhLSgzrAzy1Hgr+hNrb57e+94F0=\n\
-                   github.com/google/uuid v1.6.0/go.mod h1:TIyPZe4MgqvfeYDBFedMoGGpEw/LqOeaOT+nhxU+yHo=\n";
-        std::fs::write(dir.path().join("go.sum"), sum).unwrap();
-        let components = installed_components("go", dir.path());
-        assert_eq!(components.len(), 1);
-        assert_eq!(
-            components[0].purl(),
-            "pkg:golang/github.com/google/uuid@v1.6.0"
-        );
-        assert_eq!(components[0].hash.as_ref().unwrap().0, "SHA-256");
     }
 
     #[test]

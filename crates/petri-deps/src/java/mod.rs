@@ -1,6 +1,9 @@
-//! Java: `pom.xml` (Maven). The install resolves the project's dependencies and the plugins
-//! its build needs into a per-sandbox repository, so `mvn -o ...` works without a network,
-//! and writes the dependency classpath so plain `javac`/`java` see the jars too.
+//! Java: `pom.xml` (Maven), else `build.gradle` (Gradle, in `gradle.rs`). The install resolves
+//! the project's dependencies and the plugins its build needs into a per-sandbox repository,
+//! so `mvn -o ...` works without a network, and writes the dependency classpath so plain
+//! `javac`/`java` see the jars too.
+
+mod gradle;
 
 use std::path::Path;
 
@@ -9,10 +12,12 @@ use crate::{DepPlan, DepsError, Toolbox, fingerprint};
 
 const REPOSITORY: &str = "/sandbox/.petri/m2";
 const CLASSPATH_FILE: &str = ".petri/java/classpath.txt";
-/// `group:artifact:type:version:scope` lines written by the install, read for the SBOM.
+/// `group:artifact:type:version:scope[:sha1]` lines written by the install, read for the SBOM.
 pub(crate) const DEPENDENCY_LIST: &str = ".petri/java/dependencies.txt";
 /// The repository as seen from the host, relative to the workspace.
 pub(crate) const HOST_REPOSITORY: &str = ".petri/m2";
+/// Gradle's downloaded files as seen from the host, relative to the workspace.
+pub(crate) const HOST_GRADLE_FILES: &str = ".petri/gradle/caches/modules-2/files-2.1";
 /// Longest classpath passed through the environment.
 const MAX_CLASSPATH: usize = 64 * 1024;
 
@@ -35,11 +40,10 @@ fn settings(tools: &Toolbox) -> String {
 }
 
 pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
-    let pom = workspace.join("pom.xml");
-    if !is_file(&pom) {
-        return Ok(gradle_notice(workspace));
+    if !is_file(workspace, "pom.xml") {
+        return Ok(gradle::plan(workspace, tools));
     }
-    let manifest = read_file(&pom).unwrap_or_default();
+    let manifest = read_file(workspace, "pom.xml").unwrap_or_default();
     let command = format!(
         "mkdir -p /sandbox/.petri/java && printf '%s' '{}' > /sandbox/.petri/maven-settings.xml && cd /sandbox && \
          mvn -B -ntp -s /sandbox/.petri/maven-settings.xml dependency:go-offline test-compile \
@@ -57,37 +61,26 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
     }))
 }
 
-/// Gradle projects are not built automatically (the distributions' Gradle is too old to
-/// trust); say so once, as an install note, rather than silently doing nothing.
-fn gradle_notice(workspace: &Path) -> Option<DepPlan> {
-    let gradle = ["build.gradle", "build.gradle.kts"]
-        .into_iter()
-        .find(|name| is_file(&workspace.join(name)))?;
-    Some(DepPlan {
-        source: gradle.into(),
-        packages: Vec::new(),
-        missing_imports: Vec::new(),
-        command: format!(
-            "echo '{gradle} found: Gradle dependencies are not installed automatically yet; use a pom.xml, or javac with jars in the workspace'"
-        ),
-        env: Vec::new(),
-        fingerprint: fingerprint(&[b"gradle-notice"]),
-    })
-}
-
-/// Environment of every Java exec: Maven finds the sandbox's repository, and `javac`/`java`
-/// find the dependency jars (plus the current directory and Maven's output).
+/// Environment of every Java exec: Maven and Gradle find the sandbox's caches, and
+/// `javac`/`java` find the dependency jars (plus the current directory and the build's output).
 pub(crate) fn runtime_env(workspace: &Path) -> Vec<(String, String)> {
-    let mut env = vec![(
-        "MAVEN_OPTS".to_string(),
-        format!("-Dmaven.repo.local={REPOSITORY}"),
-    )];
-    if let Some(bytes) = read_file(&workspace.join(CLASSPATH_FILE)) {
-        let jars = String::from_utf8_lossy(&bytes).trim().to_string();
+    let mut env = vec![
+        (
+            "MAVEN_OPTS".to_string(),
+            format!("-Dmaven.repo.local={REPOSITORY}"),
+        ),
+        (
+            "GRADLE_USER_HOME".to_string(),
+            gradle::GRADLE_HOME.to_string(),
+        ),
+    ];
+    if let Some(bytes) = read_file(workspace, CLASSPATH_FILE) {
+        let jars = String::from_utf8_lossy(&bytes);
+        let jars = jars.trim().trim_end_matches(':');
         if !jars.is_empty() && jars.len() <= MAX_CLASSPATH && !jars.contains('\0') {
             env.push((
                 "CLASSPATH".into(),
-                format!(".:/sandbox/target/classes:{jars}"),
+                format!(".:/sandbox/target/classes:/sandbox/build/classes/java/main:{jars}"),
             ));
         }
     }
@@ -137,30 +130,23 @@ mod tests {
     }
 
     #[test]
-    fn gradle_projects_get_a_notice_not_silence() {
-        let ws = tempfile::tempdir().unwrap();
-        assert_eq!(plan(ws.path(), &Toolbox::default()).unwrap(), None);
-        std::fs::write(ws.path().join("build.gradle"), "plugins {}").unwrap();
-        let notice = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
-        assert!(
-            notice.command.starts_with("echo 'build.gradle found"),
-            "{}",
-            notice.command
-        );
-    }
-
-    #[test]
     fn classpath_comes_from_the_install() {
         let ws = tempfile::tempdir().unwrap();
-        assert_eq!(runtime_env(ws.path()).len(), 1);
+        assert_eq!(runtime_env(ws.path()).len(), 2);
         std::fs::create_dir_all(ws.path().join(".petri/java")).unwrap();
-        std::fs::write(ws.path().join(CLASSPATH_FILE), "/sandbox/.petri/m2/a.jar\n").unwrap();
+        // Gradle's init script appends one `...:` run per project.
+        std::fs::write(
+            ws.path().join(CLASSPATH_FILE),
+            "/sandbox/.petri/m2/a.jar:\n",
+        )
+        .unwrap();
         let env = runtime_env(ws.path());
         assert_eq!(
-            env[1],
+            env[2],
             (
                 "CLASSPATH".into(),
-                ".:/sandbox/target/classes:/sandbox/.petri/m2/a.jar".into()
+                ".:/sandbox/target/classes:/sandbox/build/classes/java/main:/sandbox/.petri/m2/a.jar"
+                    .into()
             )
         );
     }

@@ -1,9 +1,10 @@
 //! Node: `package.json`, installed with `npm ci` when a lockfile pins the tree, else
 //! `npm install`, into the project's own `node_modules` (where Node looks by itself).
 
-use std::path::Path;
+mod imports;
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use crate::scan::{files_with_extension, is_file, read_file};
 use crate::{DepPlan, DepsError, Toolbox, fingerprint, shell_quote};
@@ -81,27 +82,10 @@ fn package_of(specifier: &str) -> Option<String> {
 
 /// Packages named by `require('x')`, `import ... from 'x'`, `import 'x'` and `import('x')`.
 pub(crate) fn imported_packages(source: &str) -> BTreeSet<String> {
-    let mut found = BTreeSet::new();
-    for line in source.lines().take(100_000) {
-        for marker in ["require(", "from ", "import(", "import "] {
-            let mut rest = line;
-            while let Some(at) = rest.find(marker) {
-                rest = &rest[at + marker.len()..];
-                let trimmed = rest.trim_start();
-                let Some(quote) = trimmed
-                    .chars()
-                    .next()
-                    .filter(|c| matches!(c, '\'' | '"' | '`'))
-                else {
-                    continue;
-                };
-                if let Some(end) = trimmed[1..].find(quote) {
-                    found.extend(package_of(&trimmed[1..1 + end]));
-                }
-            }
-        }
-    }
-    found
+    imports::module_specifiers(source)
+        .iter()
+        .filter_map(|specifier| package_of(specifier))
+        .collect()
 }
 
 /// Third-party packages the workspace's JavaScript and TypeScript files import.
@@ -109,7 +93,7 @@ fn workspace_imports(workspace: &Path) -> BTreeSet<String> {
     let mut packages = BTreeSet::new();
     for extension in [".js", ".mjs", ".cjs", ".ts"] {
         for file in files_with_extension(workspace, extension) {
-            if let Some(bytes) = read_file(&workspace.join(file)) {
+            if let Some(bytes) = read_file(workspace, file) {
                 packages.extend(imported_packages(&String::from_utf8_lossy(&bytes)));
             }
         }
@@ -147,8 +131,7 @@ pub(crate) fn dependency_names(manifest: &serde_json::Value) -> Vec<String> {
 
 pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>, DepsError> {
     let imports = workspace_imports(workspace);
-    let manifest_path = workspace.join("package.json");
-    if !is_file(&manifest_path) {
+    if !is_file(workspace, "package.json") {
         // No manifest: install what the code imports, without writing one.
         if imports.is_empty() {
             return Ok(None);
@@ -167,7 +150,7 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
             missing_imports: Vec::new(),
         }));
     }
-    let manifest = read_file(&manifest_path).unwrap_or_default();
+    let manifest = read_file(workspace, "package.json").unwrap_or_default();
     let parsed: serde_json::Value = serde_json::from_slice(&manifest).unwrap_or_default();
     let packages = dependency_names(&parsed);
     let missing: Vec<String> = imports
@@ -177,9 +160,11 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
     if packages.is_empty() && missing.is_empty() {
         return Ok(None);
     }
-    let lock_path = workspace.join("package-lock.json");
-    let (lock, verb) = if is_file(&lock_path) {
-        (read_file(&lock_path).unwrap_or_default(), "ci")
+    let (lock, verb) = if is_file(workspace, "package-lock.json") {
+        (
+            read_file(workspace, "package-lock.json").unwrap_or_default(),
+            "ci",
+        )
     } else {
         (Vec::new(), "install")
     };
