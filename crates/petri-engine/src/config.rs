@@ -40,6 +40,9 @@ pub struct EngineConfig {
     pub install_timeout: Duration,
     /// Installer binaries available inside sandboxes.
     pub toolbox: petri_deps::Toolbox,
+    /// Give each new sandbox its own host uid, from this one up (the server must be root);
+    /// `None`: sandboxes run as the server's uid.
+    pub host_uid_base: Option<u32>,
 }
 
 impl EngineConfig {
@@ -70,6 +73,7 @@ impl EngineConfig {
             max_running_execs: 32,
             install_timeout: Duration::from_secs(600),
             toolbox: petri_deps::Toolbox::default(),
+            host_uid_base: None,
         }
     }
 

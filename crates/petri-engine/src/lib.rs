@@ -18,7 +18,7 @@ mod workspace;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use petri_sandbox::{Backend, BackendInfo, Limits};
+use petri_sandbox::{Backend, BackendInfo, Limits, SandboxSpec};
 use petri_store::Store;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
@@ -41,7 +41,7 @@ use crate::exec::{ExecJob, run_exec};
 use crate::ids::{format_time, is_run_id, is_sandbox_id, now};
 use crate::logs::RunLogs;
 use crate::slots::Slots;
-use crate::workspace::{RelPath, Workspaces, ZipLimits};
+use crate::workspace::{Owner, RelPath, Workspaces, ZipLimits};
 
 /// A request to create a sandbox.
 #[derive(Debug, Clone, Default)]
@@ -95,6 +95,8 @@ pub struct EngineInfo {
     pub upload_max_bytes: u64,
     /// Dependency installs: whether they can run here, with which installer, reaching what.
     pub installs: InstallInfo,
+    /// First host uid given to sandboxes, when each gets its own.
+    pub host_uid_base: Option<u32>,
 }
 
 /// The dependency-install part of [`EngineInfo`].
@@ -159,6 +161,16 @@ impl Engine {
         )
     }
 
+    /// What the backend needs to run an exec of `record`.
+    pub(crate) fn sandbox_spec(&self, record: &SandboxRecord) -> SandboxSpec {
+        SandboxSpec {
+            id: record.id.clone(),
+            workspace: self.workspaces.path(&record.id),
+            limits: self.limits_of(record),
+            host_uid: record.host_uid,
+        }
+    }
+
     pub(crate) fn limits_of(&self, record: &SandboxRecord) -> Limits {
         let default = self.config.default_limits;
         Limits {
@@ -209,6 +221,7 @@ impl Engine {
                     .map(|e| e.allowlist().entries())
                     .unwrap_or_default(),
             },
+            host_uid_base: self.config.host_uid_base,
         }
     }
 
@@ -282,6 +295,7 @@ impl Engine {
             memory_mb: limits.memory_mb,
             pids_max: limits.pids,
             cpu_millis: limits.cpu_millis,
+            host_uid_base: self.config.host_uid_base,
         };
         let lookup = id.clone();
         let inserted = self
@@ -290,8 +304,25 @@ impl Engine {
                 store.sandbox(&lookup)
             })
             .await;
+        let handed_over = |record: &SandboxRecord| {
+            self.workspaces
+                .hand_over(&record.id, Owner::new(record.host_uid))
+        };
         match inserted {
-            Ok(Some(record)) => Ok(self.view(record)),
+            Ok(Some(record)) => match handed_over(&record) {
+                Ok(()) => Ok(self.view(record)),
+                Err(e) => {
+                    // Never leave a sandbox whose workspace its code cannot use.
+                    let (doomed, at) = (record.id.clone(), format_time(now()));
+                    let _ = self
+                        .db(move |store| {
+                            store.soft_delete_sandbox(&doomed, SandboxStatus::Deleted, &at)
+                        })
+                        .await;
+                    let _ = self.workspaces.remove(&record.id);
+                    Err(e)
+                }
+            },
             Ok(None) => Err(EngineError::Task("sandbox vanished after insert".into())),
             Err(e) => {
                 let _ = self.workspaces.remove(&id);
@@ -376,11 +407,12 @@ impl Engine {
         filename: &str,
         body: impl ChunkSource,
     ) -> Result<u64, EngineError> {
-        self.live_record(id).await?;
+        let record = self.live_record(id).await?;
         let path = RelPath::parse(filename)?;
+        let owner = Owner::new(record.host_uid);
         let written = self
             .workspaces
-            .write_file(id, &path, body, self.config.upload_max_bytes)
+            .write_file(id, &path, body, self.config.upload_max_bytes, owner)
             .await?;
         self.touch(id).await?;
         Ok(written)
@@ -388,14 +420,15 @@ impl Engine {
 
     /// Extracts an uploaded zip into the workspace. Returns the number of files written.
     pub async fn upload_zip(&self, id: &str, body: impl ChunkSource) -> Result<usize, EngineError> {
-        self.live_record(id).await?;
+        let record = self.live_record(id).await?;
         let limits = ZipLimits {
             max_entries: self.config.zip_max_entries,
             max_bytes: self.config.zip_max_bytes,
         };
+        let owner = Owner::new(record.host_uid);
         let files = self
             .workspaces
-            .import_zip(id, body, self.config.upload_max_bytes, limits)
+            .import_zip(id, body, self.config.upload_max_bytes, limits, owner)
             .await?;
         self.touch(id).await?;
         Ok(files)

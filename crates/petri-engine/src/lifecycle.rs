@@ -32,12 +32,14 @@ impl Engine {
         backend: Arc<dyn Backend>,
         egress: Option<petri_egress::EgressProxy>,
     ) -> Result<Arc<Self>, EngineError> {
-        // Only the server may read the registry, logs and workspaces.
+        // Only the server may read the registry, logs, caches and workspaces.
         for dir in [
             config.root.clone(),
             config.sandboxes_dir(),
             config.logs_dir(),
             config.staging_dir(),
+            config.root.join("cache"),
+            config.runtime_dir(),
         ] {
             private_dir(&dir)?;
         }
@@ -51,6 +53,15 @@ impl Engine {
             }
         }
         let store = Arc::new(Store::open(&config.db_path())?);
+        if config.host_uid_base.is_some() {
+            // bubblewrap runs as each sandbox's uid and must reach its workspace: the two
+            // directories above it become traverse-only (no listing); everything else in
+            // them stays private to the server, and each workspace to its own sandbox.
+            for dir in [config.root.clone(), config.sandboxes_dir()] {
+                std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))
+                    .map_err(EngineError::io(format!("cannot open up {}", dir.display())))?;
+            }
+        }
         let running = tokio::sync::Semaphore::new(config.max_running_execs.max(1));
         let engine = Arc::new(Self {
             workspaces: Workspaces::new(config.sandboxes_dir(), config.staging_dir()),

@@ -84,6 +84,8 @@ pub struct BwrapBackend {
     base_args: Vec<OsString>,
     /// The syscall filters every exec runs under.
     seccomp: SeccompPrograms,
+    /// Generated `/etc` files (`passwd`, `group`, `hosts`): sandbox path and content.
+    etc_files: Vec<(String, Vec<u8>)>,
 }
 
 fn runtime_err(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
@@ -111,7 +113,7 @@ impl BwrapBackend {
             })?;
         let version = String::from_utf8_lossy(&out.stdout).trim().to_string();
         fs::create_dir_all(&config.runtime_dir).map_err(runtime_err(&config.runtime_dir))?;
-        let files = [
+        let etc_files = [
             (
                 "passwd",
                 format!(
@@ -126,11 +128,10 @@ impl BwrapBackend {
                 "hosts",
                 "127.0.0.1\tlocalhost sandbox\n::1\tlocalhost ip6-localhost\n".to_string(),
             ),
-        ];
-        for (name, content) in files {
-            let path = config.runtime_dir.join(name);
-            fs::write(&path, content).map_err(runtime_err(&path))?;
-        }
+        ]
+        .into_iter()
+        .map(|(name, content)| (format!("/etc/{name}"), content.into_bytes()))
+        .collect();
         let base_args = base_args(&config, Path::new("/"));
         let seccomp = crate::seccomp::programs()?;
         let backend = Self {
@@ -138,6 +139,7 @@ impl BwrapBackend {
             config,
             version,
             base_args,
+            etc_files,
         };
         backend.smoke_test().map_err(unavailable)?;
         Ok(backend)
@@ -146,15 +148,17 @@ impl BwrapBackend {
     /// Runs `/bin/true` in a sandbox so a host that forbids user namespaces fails at start-up
     /// with a clear message rather than on the first exec.
     fn smoke_test(&self) -> Result<(), String> {
-        let probe_dir = self.config.runtime_dir.join("probe");
-        fs::create_dir_all(&probe_dir).map_err(|e| e.to_string())?;
-        let out = std::process::Command::new(&self.config.binary)
-            .args(&self.base_args)
-            .args(workspace_args(&probe_dir))
-            .args(["/bin/true"])
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|e| e.to_string())?;
+        let mut command = std::process::Command::new(&self.config.binary);
+        let inherit = self.probe_args(&mut command).map_err(|e| e.to_string())?;
+        command.arg("/bin/true").stdin(Stdio::null());
+        install(
+            &mut command,
+            ChildSetup {
+                inherit,
+                ..ChildSetup::default()
+            },
+        );
+        let out = command.output().map_err(|e| e.to_string())?;
         if out.status.success() {
             Ok(())
         } else {
@@ -172,10 +176,11 @@ impl BwrapBackend {
         let probe = || -> Result<bool, SandboxError> {
             let (ours, childs) = listener_channel()?;
             let mut command = std::process::Command::new(&self.config.binary);
+            command.arg("--share-net");
+            let inherit = self
+                .probe_args(&mut command)
+                .map_err(SandboxError::Network)?;
             command
-                .args(&self.base_args)
-                .arg("--share-net")
-                .args(workspace_args(&self.config.runtime_dir.join("probe")))
                 .arg("/bin/true")
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
@@ -183,7 +188,8 @@ impl BwrapBackend {
             install(
                 &mut command,
                 ChildSetup {
-                    network: Some(ProxyNetwork::new(0, childs)),
+                    inherit,
+                    network: Some(ProxyNetwork::new(0, childs, None)),
                     ..ChildSetup::default()
                 },
             );
@@ -198,6 +204,51 @@ impl BwrapBackend {
                 false
             }
         }
+    }
+
+    /// Arguments of a start-up probe: the base set and an empty workspace. Returns the
+    /// descriptors the probe must inherit.
+    fn probe_args(&self, command: &mut std::process::Command) -> std::io::Result<Vec<OwnedFd>> {
+        let probe_dir = self.config.runtime_dir.join("probe");
+        fs::create_dir_all(&probe_dir)?;
+        let mut args = self.base_args.clone();
+        let mut inherit = Vec::new();
+        self.private_binds(&probe_dir, &mut args, &mut inherit)?;
+        command.args(args);
+        Ok(inherit)
+    }
+
+    /// Binds whose sources are the server's own: the generated `/etc` files go in as data
+    /// (bubblewrap may run as a sandbox's unprivileged uid, which cannot read the server's
+    /// files), then tool binaries and the workspace, then the read-only remount of `/`.
+    fn private_binds(
+        &self,
+        workspace: &Path,
+        args: &mut Vec<OsString>,
+        inherit: &mut Vec<OwnedFd>,
+    ) -> std::io::Result<()> {
+        for (inside, content) in &self.etc_files {
+            let data = bytes_pipe(content)?;
+            args.extend([
+                "--ro-bind-data".into(),
+                data.as_raw_fd().to_string().into(),
+                inside.into(),
+            ]);
+            inherit.push(data);
+        }
+        for (host, inside) in &self.config.tools {
+            args.extend(["--ro-bind".into(), host.into(), inside.into()]);
+        }
+        args.extend([
+            "--bind".into(),
+            workspace.into(),
+            SANDBOX_MOUNT.into(),
+            "--chdir".into(),
+            SANDBOX_MOUNT.into(),
+            "--remount-ro".into(),
+            "/".into(),
+        ]);
+        Ok(())
     }
 
     fn rlimits(&self, sandbox: &SandboxSpec) -> Vec<(Resource, u64)> {
@@ -262,13 +313,6 @@ fn base_args(config: &BwrapConfig, host_root: &Path) -> Vec<OsString> {
     for path in etc {
         args.extend(["--ro-bind-try".into(), path.clone().into(), path.into()]);
     }
-    for name in ["passwd", "group", "hosts"] {
-        args.extend([
-            "--ro-bind".into(),
-            config.runtime_dir.join(name).into(),
-            format!("/etc/{name}").into(),
-        ]);
-    }
     for path in &config.extra_ro_paths {
         args.extend(["--ro-bind-try".into(), path.into(), path.into()]);
     }
@@ -285,9 +329,6 @@ fn base_args(config: &BwrapConfig, host_root: &Path) -> Vec<OsString> {
                 format!("{ALIAS_DIR}/{alias}").into(),
             ]);
         }
-    }
-    for (host, inside) in &config.tools {
-        args.extend(["--ro-bind".into(), host.into(), inside.into()]);
     }
     let uid = SANDBOX_UID.to_string();
     let mut push = |parts: &[&str]| args.extend(parts.iter().map(OsString::from));
@@ -330,19 +371,6 @@ fn bytes_pipe(bytes: &[u8]) -> std::io::Result<OwnedFd> {
     writer.write_all(bytes)?;
     drop(writer);
     Ok(reader.into())
-}
-
-/// The workspace bind and working directory, then the final read-only remount of `/`.
-fn workspace_args(workspace: &Path) -> Vec<OsString> {
-    vec![
-        "--bind".into(),
-        workspace.into(),
-        SANDBOX_MOUNT.into(),
-        "--chdir".into(),
-        SANDBOX_MOUNT.into(),
-        "--remount-ro".into(),
-        "/".into(),
-    ]
 }
 
 impl Backend for BwrapBackend {
@@ -396,7 +424,10 @@ impl Backend for BwrapBackend {
             }
         };
         let (network, channel) = match network {
-            Some((port, (ours, childs))) => (Some(ProxyNetwork::new(port, childs)), Some(ours)),
+            Some((port, (ours, childs))) => (
+                Some(ProxyNetwork::new(port, childs, sandbox.host_uid)),
+                Some(ours),
+            ),
             None => (None, None),
         };
         let mut inherit = Vec::new();
@@ -405,7 +436,8 @@ impl Backend for BwrapBackend {
             setup.extend(["--add-seccomp-fd".into(), fd.as_raw_fd().to_string().into()]);
             inherit.push(fd);
         }
-        setup.extend(workspace_args(&sandbox.workspace));
+        self.private_binds(&sandbox.workspace, &mut setup, &mut inherit)
+            .map_err(spawn_err)?;
         let args_fd = args_pipe(&setup).map_err(spawn_err)?;
         let args_fd_number = args_fd.as_raw_fd().to_string();
         let mut command = std::process::Command::new(&self.config.binary);
@@ -425,6 +457,7 @@ impl Backend for BwrapBackend {
                     inherit
                 },
                 network,
+                host_uid: sandbox.host_uid,
             },
         );
         let mut command = tokio::process::Command::from(command);
@@ -484,9 +517,7 @@ mod tests {
             "--ro-bind /lib64 /lib64",
             "--ro-bind-try /etc/ssl /etc/ssl",
             "--ro-bind-try /etc/java-17-openjdk /etc/java-17-openjdk",
-            "--ro-bind /run/petri/passwd /etc/passwd",
             "--ro-bind-try /opt/toolchain /opt/toolchain",
-            "--ro-bind /srv/uv /opt/petri/bin/uv",
             "--proc /proc --dev /dev",
             "--size 67108864 --tmpfs /tmp",
             "--symlink /usr/bin/python3 /opt/petri/bin/python",
@@ -505,11 +536,30 @@ mod tests {
     }
 
     #[test]
-    fn workspace_is_bound_last_then_root_goes_read_only() {
-        let args = joined(&workspace_args(Path::new("/data/sb_1")));
+    fn generated_files_go_in_as_data_and_the_workspace_last() {
+        let runtime = tempfile::tempdir().unwrap();
+        let uv = runtime.path().join("uv");
+        fs::write(&uv, "").unwrap();
+        let mut config = config(runtime.path());
+        config.tools = vec![(uv, "/opt/petri/bin/uv".into())];
+        let backend = BwrapBackend {
+            base_args: Vec::new(),
+            seccomp: crate::seccomp::programs().unwrap(),
+            version: String::new(),
+            etc_files: vec![("/etc/passwd".into(), b"sandbox:x:1000".to_vec())],
+            config,
+        };
+        let (mut args, mut inherit) = (Vec::new(), Vec::new());
+        backend
+            .private_binds(runtime.path(), &mut args, &mut inherit)
+            .unwrap();
+        let root = runtime.path().display();
         assert_eq!(
-            args,
-            "--bind /data/sb_1 /sandbox --chdir /sandbox --remount-ro /"
+            joined(&args),
+            format!(
+                "--ro-bind-data {} /etc/passwd --ro-bind {root}/uv /opt/petri/bin/uv --bind {root} /sandbox --chdir /sandbox --remount-ro /",
+                inherit[0].as_raw_fd(),
+            )
         );
     }
 }

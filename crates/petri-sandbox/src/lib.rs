@@ -44,6 +44,9 @@ pub struct SandboxSpec {
     /// Host directory mounted read-write at [`SANDBOX_MOUNT`].
     pub workspace: PathBuf,
     pub limits: Limits,
+    /// The host uid (and gid) the sandbox's processes run as, when the server gives each
+    /// sandbox its own (it must be root to); `None`: the server's own uid.
+    pub host_uid: Option<u32>,
 }
 
 /// What network an exec gets.

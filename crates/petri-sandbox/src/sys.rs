@@ -29,6 +29,8 @@ pub(crate) struct ChildSetup {
     pub inherit: Vec<OwnedFd>,
     /// Give the child its own network namespace with a proxy listener (see [`ProxyNetwork`]).
     pub network: Option<ProxyNetwork>,
+    /// Become this host uid and gid (no supplementary groups) before anything else runs.
+    pub host_uid: Option<u32>,
 }
 
 /// The registry network, prepared by the child itself so no privilege is needed: it enters
@@ -47,15 +49,18 @@ pub(crate) struct ProxyNetwork {
 }
 
 impl ProxyNetwork {
-    /// Everything the child will need, allocated now (in the parent).
-    pub fn new(port: u16, channel: OwnedFd) -> Self {
+    /// Everything the child will need, allocated now (in the parent). `host_uid` is the uid
+    /// and gid the child will have switched to, if any.
+    pub fn new(port: u16, channel: OwnedFd, host_uid: Option<u32>) -> Self {
         let path =
             |name: &str| CString::new(format!("/proc/self/{name}")).expect("no NUL in a literal");
+        let uid = host_uid.unwrap_or_else(|| rustix::process::getuid().as_raw());
+        let gid = host_uid.unwrap_or_else(|| rustix::process::getgid().as_raw());
         Self {
             port,
             channel,
-            uid_map: format!("0 {} 1\n", rustix::process::getuid().as_raw()).into_bytes(),
-            gid_map: format!("0 {} 1\n", rustix::process::getgid().as_raw()).into_bytes(),
+            uid_map: format!("0 {uid} 1\n").into_bytes(),
+            gid_map: format!("0 {gid} 1\n").into_bytes(),
             setgroups_path: path("setgroups"),
             uid_map_path: path("uid_map"),
             gid_map_path: path("gid_map"),
@@ -132,6 +137,7 @@ pub(crate) fn install(command: &mut std::process::Command, setup: ChildSetup) {
         rlimits,
         inherit,
         network,
+        host_uid,
     } = setup;
     let child_setup = move || -> std::io::Result<()> {
         // Descriptors the server inherited from whatever started it (a shell, a supervisor)
@@ -153,18 +159,37 @@ pub(crate) fn install(command: &mut std::process::Command, setup: ChildSetup) {
         for fd in &inherit {
             fcntl_setfd(fd.as_fd(), FdFlags::empty())?;
         }
+        if let Some(uid) = host_uid {
+            become_user(uid)?;
+        }
         if let Some(network) = &network {
             network.enter()?;
         }
         Ok(())
     };
     // SAFETY: `pre_exec` closures run in the child after fork. This one only performs
-    // close_range, write, setrlimit, fcntl, unshare, open, socket, ioctl, bind, listen and
-    // sendmsg on descriptors and buffers allocated before the fork (or on the stack); it
+    // close_range, write, setrlimit, fcntl, setgroups, setresgid, setresuid, prctl, unshare,
+    // open, socket, ioctl, bind, listen and sendmsg on descriptors and buffers allocated before the fork (or on the stack); it
     // allocates nothing, takes no locks and touches no state shared with other threads.
     unsafe {
         command.pre_exec(child_setup);
     }
+}
+
+/// Drops every privilege: uid and gid `uid` (real, effective, saved), no supplementary groups.
+/// The child stays dumpable so it may still write its own `/proc/self/uid_map` (changing
+/// credentials makes a process non-dumpable, which hands its `/proc` files to root).
+fn become_user(uid: u32) -> std::io::Result<()> {
+    use rustix::process::{Gid, Uid};
+    use rustix::thread::{set_thread_groups, set_thread_res_gid, set_thread_res_uid};
+    // The raw per-thread calls are right here: the forked child has a single thread.
+    set_thread_groups(&[])?;
+    let gid = Gid::from_raw(uid);
+    set_thread_res_gid(gid, gid, gid)?;
+    let uid = Uid::from_raw(uid);
+    set_thread_res_uid(uid, uid, uid)?;
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::Dumpable)?;
+    Ok(())
 }
 
 /// Sets close-on-exec on every descriptor from 3 up, in one system call.

@@ -70,6 +70,7 @@ fn setup(id: &str) -> (tempfile::TempDir, BwrapBackend, SandboxSpec) {
             pids: 128,
             cpu_millis: 1000,
         },
+        host_uid: None,
     };
     (dir, backend, sandbox)
 }

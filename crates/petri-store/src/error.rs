@@ -8,6 +8,11 @@ pub enum StoreError {
         path: PathBuf,
         source: rusqlite::Error,
     },
+    #[error("cannot create or restrict the registry database {path}: {source}")]
+    Restrict {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("registry database has schema version {found}, this build knows only {known}")]
     NewerSchema { found: usize, known: usize },
     #[error("unknown {kind} value {value:?} in the registry")]

@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_init.sql"),
     include_str!("../migrations/0002_installs_and_egress.sql"),
     include_str!("../migrations/0003_sboms.sql"),
+    include_str!("../migrations/0004_host_uids.sql"),
 ];
 
 /// A handle on the registry database. Cheap to share behind an `Arc`; every call is short and
@@ -40,6 +41,10 @@ pub struct Store {
 impl Store {
     /// Opens (creating if needed) the database at `path`, enables WAL and applies migrations.
     pub fn open(path: &Path) -> Result<Self, StoreError> {
+        restrict_to_owner(path).map_err(|source| StoreError::Restrict {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let conn = Connection::open(path).map_err(|source| StoreError::Open {
             path: path.to_path_buf(),
             source,
@@ -84,3 +89,15 @@ impl Store {
 
 #[cfg(test)]
 mod tests;
+
+/// Creates the database file readable and writable by its owner only (SQLite gives its WAL
+/// and shared-memory files the same mode), or narrows an existing one.
+fn restrict_to_owner(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(path)?;
+    file.set_permissions(std::fs::Permissions::from_mode(0o600))
+}

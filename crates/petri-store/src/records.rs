@@ -99,6 +99,8 @@ pub struct NewSandbox {
     pub memory_mb: Option<u64>,
     pub pids_max: Option<u64>,
     pub cpu_millis: Option<u64>,
+    /// Give the sandbox its own host uid, the next one from this base up (never reused).
+    pub host_uid_base: Option<u32>,
 }
 
 /// A sandbox row as stored.
@@ -116,6 +118,7 @@ pub struct SandboxRecord {
     pub memory_mb: Option<u64>,
     pub pids_max: Option<u64>,
     pub cpu_millis: Option<u64>,
+    pub host_uid: Option<u32>,
 }
 
 /// A run row to insert when a command starts.

@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use crate::{NewSandbox, SandboxRecord, SandboxStatus, Store, StoreError};
 
 const COLUMNS: &str = "id, language, status, agent, created_by, created_at, last_active_at, \
-                       expires_at, deleted_at, memory_mb, pids_max, cpu_millis";
+                       expires_at, deleted_at, memory_mb, pids_max, cpu_millis, host_uid";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<(SandboxRecord, String)> {
     let status: String = row.get(2)?;
@@ -23,6 +23,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(SandboxRecord, String)> {
             memory_mb: row.get(9)?,
             pids_max: row.get(10)?,
             cpu_millis: row.get(11)?,
+            host_uid: row.get(12)?,
         },
         status,
     ))
@@ -34,12 +35,16 @@ fn finish((mut record, status): (SandboxRecord, String)) -> Result<SandboxRecord
 }
 
 impl Store {
-    /// Inserts a new sandbox in state `created`.
+    /// Inserts a new sandbox in state `created`. With `host_uid_base`, the sandbox gets the
+    /// next host uid above every uid ever given (one statement, so concurrent inserts cannot
+    /// pick the same one).
     pub fn insert_sandbox(&self, new: &NewSandbox) -> Result<(), StoreError> {
         self.conn().execute(
             "INSERT INTO sandboxes (id, language, status, agent, created_by, created_at, \
-             last_active_at, expires_at, memory_mb, pids_max, cpu_millis) \
-             VALUES (?1, ?2, 'created', ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9)",
+             last_active_at, expires_at, memory_mb, pids_max, cpu_millis, host_uid) \
+             VALUES (?1, ?2, 'created', ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, \
+             CASE WHEN ?10 IS NULL THEN NULL \
+             ELSE MAX(?10, (SELECT COALESCE(MAX(host_uid) + 1, 0) FROM sandboxes)) END)",
             params![
                 new.id,
                 new.language,
@@ -49,7 +54,8 @@ impl Store {
                 new.expires_at,
                 new.memory_mb,
                 new.pids_max,
-                new.cpu_millis
+                new.cpu_millis,
+                new.host_uid_base
             ],
         )?;
         Ok(())

@@ -17,7 +17,37 @@ fn sandbox(id: &str, agent: Option<&str>, created_at: &str) -> NewSandbox {
         memory_mb: None,
         pids_max: Some(64),
         cpu_millis: None,
+        host_uid_base: None,
     }
+}
+
+#[test]
+fn host_uids_are_allocated_upwards_and_never_shared() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("db")).unwrap();
+    let with_base = |id: &str| NewSandbox {
+        host_uid_base: Some(1_000_000_000),
+        ..sandbox(id, None, "2026-01-01T00:00:00.000000Z")
+    };
+    store
+        .insert_sandbox(&sandbox("shared", None, "2026-01-01T00:00:00.000000Z"))
+        .unwrap();
+    store.insert_sandbox(&with_base("a")).unwrap();
+    store.insert_sandbox(&with_base("b")).unwrap();
+    let uid = |id: &str| store.sandbox(id).unwrap().unwrap().host_uid;
+    assert_eq!(uid("shared"), None);
+    assert_eq!(uid("a"), Some(1_000_000_000));
+    assert_eq!(uid("b"), Some(1_000_000_001));
+    // Deleting keeps the row, so the uid is never handed out again.
+    store
+        .soft_delete_sandbox(
+            "b",
+            crate::SandboxStatus::Deleted,
+            "2026-01-01T00:00:01.000000Z",
+        )
+        .unwrap();
+    store.insert_sandbox(&with_base("c")).unwrap();
+    assert_eq!(uid("c"), Some(1_000_000_002));
 }
 
 fn run(id: &str, sandbox_id: &str, started_at: &str) -> NewRun {

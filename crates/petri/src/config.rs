@@ -16,7 +16,7 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, env = "PETRI_BIND", default_value = "127.0.0.1:8000")]
     pub bind: SocketAddr,
-    /// Directory holding all state (default: ~/.petri).
+    /// Directory holding all state (default: /var/lib/petri as root, else ~/.petri).
     #[arg(long, env = "PETRI_WORKSPACE_ROOT")]
     pub workspace_root: Option<PathBuf>,
     /// Idle seconds before a sandbox is soft-deleted.
@@ -109,6 +109,10 @@ pub struct ServeArgs {
     /// Longest a dependency install may take, in seconds.
     #[arg(long, env = "PETRI_INSTALL_TIMEOUT_SECONDS", default_value_t = 600)]
     pub install_timeout_seconds: u64,
+    /// First host uid given to sandboxes when the server runs as root (each sandbox gets the
+    /// next one, never reused). Pick a range no real user or container runtime uses.
+    #[arg(long, env = "PETRI_SANDBOX_UID_BASE", default_value_t = 1_000_000_000)]
+    pub sandbox_uid_base: u32,
     /// Use per-process rlimits even where cgroups are writable.
     #[arg(long, env = "PETRI_DISABLE_CGROUPS", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub disable_cgroups: bool,
@@ -128,6 +132,9 @@ impl ServeArgs {
     pub fn root(&self) -> Result<PathBuf, String> {
         match &self.workspace_root {
             Some(root) => Ok(root.clone()),
+            // A system service's state lives where every sandbox uid can traverse to its own
+            // workspace (root's home is closed to them).
+            None if rustix::process::geteuid().is_root() => Ok(PathBuf::from(ROOT_STATE_DIR)),
             None => std::env::var_os("HOME")
                 .map(|home| PathBuf::from(home).join(".petri"))
                 .ok_or_else(|| {
@@ -171,6 +178,36 @@ impl ServeArgs {
         config.exec_queue_max = self.exec_queue_max;
         config.max_running_execs = self.max_running_execs;
         config.install_timeout = Duration::from_secs(self.install_timeout_seconds.max(1));
+        // Switching a sandbox to its own uid needs root, and a state directory whose parents
+        // other users may traverse (bubblewrap then runs as that uid); otherwise sandboxes
+        // share the server's uid and /health says so.
+        if rustix::process::geteuid().is_root() {
+            if self.sandbox_uid_base < 65_536 {
+                return Err(format!(
+                    "PETRI_SANDBOX_UID_BASE {} is in the range of real users; pick one above 65535",
+                    self.sandbox_uid_base
+                ));
+            }
+            match closed_ancestor(&config.root) {
+                None => config.host_uid_base = Some(self.sandbox_uid_base),
+                Some(dir) => tracing::warn!(
+                    closed = %dir.display(),
+                    "identities degraded: sandboxes run as root's uid because other users cannot traverse this parent of the state directory (use a root under /var/lib, or chmod o+x it)"
+                ),
+            }
+        }
         Ok(config)
     }
+}
+
+/// Where a root server keeps its state by default.
+const ROOT_STATE_DIR: &str = "/var/lib/petri";
+
+/// The first existing parent of `root` that other users may not traverse, if any.
+fn closed_ancestor(root: &std::path::Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    root.ancestors().skip(1).find_map(|dir| {
+        let mode = std::fs::metadata(dir).ok()?.permissions().mode();
+        (mode & 0o001 == 0).then(|| dir.to_path_buf())
+    })
 }

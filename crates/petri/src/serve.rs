@@ -80,6 +80,46 @@ fn find_gradle(args: &ServeArgs) -> Result<Option<String>, String> {
     }
 }
 
+/// A copy of `tool` that bubblewrap can bind when it runs as a sandbox's own uid: the
+/// original may sit below a directory only root may traverse (a checkout under `/root`).
+/// The copy lives in `<root>/tools`, traverse-only, and is refreshed when the original changes.
+fn stage_tool(
+    tool: &std::path::Path,
+    root: &std::path::Path,
+) -> Result<std::path::PathBuf, String> {
+    use std::os::unix::fs::PermissionsExt;
+    let fail =
+        |what: &str, e: std::io::Error| format!("cannot stage {} ({what}): {e}", tool.display());
+    let dir = root.join("tools");
+    std::fs::create_dir_all(&dir).map_err(|e| fail("directory", e))?;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o711))
+        .map_err(|e| fail("directory mode", e))?;
+    let name = tool
+        .file_name()
+        .ok_or_else(|| format!("{} has no file name", tool.display()))?;
+    let staged = dir.join(name);
+    let source = std::fs::metadata(tool).map_err(|e| fail("original", e))?;
+    let fresh = std::fs::metadata(&staged).is_ok_and(|copy| {
+        copy.len() == source.len() && copy.modified().ok() == source.modified().ok()
+    });
+    if !fresh {
+        let temp = dir.join(format!(".{}.tmp", name.to_string_lossy()));
+        std::fs::copy(tool, &temp).map_err(|e| fail("copy", e))?;
+        let copy = std::fs::File::options()
+            .write(true)
+            .open(&temp)
+            .map_err(|e| fail("copy", e))?;
+        if let Ok(modified) = source.modified() {
+            copy.set_modified(modified)
+                .map_err(|e| fail("copy time", e))?;
+        }
+        std::fs::set_permissions(&temp, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| fail("copy mode", e))?;
+        std::fs::rename(&temp, &staged).map_err(|e| fail("rename", e))?;
+    }
+    Ok(staged)
+}
+
 fn build_backend(
     args: &ServeArgs,
     runtime_dir: std::path::PathBuf,
@@ -160,6 +200,10 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             uv: uv.as_ref().map(|_| UV_IN_SANDBOX.to_string()),
             gradle: find_gradle(&args)?,
             ..Toolbox::default()
+        };
+        let uv = match uv {
+            Some(uv) if config.host_uid_base.is_some() => Some(stage_tool(&uv, &config.root)?),
+            other => other,
         };
         let backend = build_backend(&args, config.runtime_dir(), uv.as_deref())?;
         let egress = build_egress(&args, &backend, config.root.join("cache").join("packages"))?;

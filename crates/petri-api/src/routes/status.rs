@@ -9,8 +9,29 @@ use crate::error::ApiError;
 
 pub(crate) async fn health(State(state): State<AppState>) -> Json<Value> {
     let info = state.engine.info();
+    let identities = match info.host_uid_base {
+        Some(base) => json!({
+            "mode": "per-sandbox",
+            "degraded": false,
+            "note": format!("each sandbox runs as its own host uid, from {base} up"),
+        }),
+        None => json!({
+            "mode": "shared",
+            "degraded": true,
+            "note": "identities degraded: sandboxes run as the server's uid (per-sandbox uids need root)",
+        }),
+    };
+    let degraded: Vec<&str> = [
+        ("limits", info.isolation.limits_degraded),
+        ("identities", info.host_uid_base.is_none()),
+    ]
+    .into_iter()
+    .filter_map(|(what, degraded)| degraded.then_some(what))
+    .collect();
     Json(json!({
         "status": "ok",
+        "degraded": degraded,
+        "identities": identities,
         "version": env!("CARGO_PKG_VERSION"),
         "listen": state.listen,
         "isolation": info.isolation,

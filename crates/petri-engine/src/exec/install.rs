@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use petri_egress::{PROXY_PORT, ProxyTag};
-use petri_sandbox::{ExecSpec, Network, SandboxSpec};
+use petri_sandbox::{ExecSpec, Network};
 use serde::Serialize;
 
 use super::ExecEvent;
@@ -121,11 +121,7 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
                     .into(),
         };
     };
-    let spec = SandboxSpec {
-        id: sandbox_id.clone(),
-        workspace: engine.workspaces.path(&sandbox_id),
-        limits: engine.limits_of(&job.sandbox),
-    };
+    let spec = engine.sandbox_spec(&job.sandbox);
     // The plan's settings win over the runtime ones (later variables override earlier).
     let mut env = petri_deps::runtime_env(
         &job.sandbox.language,

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use petri_sandbox::{ExecSpec, Network, SandboxSpec};
+use petri_sandbox::{ExecSpec, Network};
 use petri_store::{NewRun, RunOutcome, RunStatus, SandboxRecord};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -146,11 +146,7 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
         }
     };
 
-    let spec = SandboxSpec {
-        id: sandbox_id.clone(),
-        workspace: engine.workspaces.path(&sandbox_id),
-        limits: engine.limits_of(&job.sandbox),
-    };
+    let spec = engine.sandbox_spec(&job.sandbox);
     let exec = ExecSpec {
         command: job.command.clone(),
         env: petri_deps::runtime_env(

@@ -43,24 +43,60 @@ pub(crate) fn open_root(path: &std::path::Path) -> Result<OwnedFd, EngineError> 
     })
 }
 
-/// Opens the directory `components` below `root`, optionally creating missing ones.
+/// Who owns what the server creates in a workspace: the sandbox's own host uid when it has
+/// one (so its code can change the files), else the server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Owner(Option<u32>);
+
+impl Owner {
+    pub fn new(host_uid: Option<u32>) -> Self {
+        Self(host_uid)
+    }
+
+    /// Hands a freshly created file or directory to the owner (by descriptor: no path is
+    /// resolved again).
+    pub(crate) fn adopt(self, fd: &OwnedFd, shown: &str) -> Result<(), EngineError> {
+        let Some(uid) = self.0 else {
+            return Ok(());
+        };
+        rustix::fs::fchown(
+            fd,
+            Some(rustix::fs::Uid::from_raw(uid)),
+            Some(rustix::fs::Gid::from_raw(uid)),
+        )
+        .map_err(|e| io_error(shown, e))
+    }
+}
+
+/// Creates the directory `name` in `dir` for `owner` and opens it.
+fn make_dir(dir: &OwnedFd, name: &str, owner: Owner, shown: &str) -> Result<OwnedFd, EngineError> {
+    let created = match rustix::fs::mkdirat(dir, name, dir_mode()) {
+        Ok(()) => true,
+        Err(Errno::EXIST) => false,
+        Err(e) => return Err(io_error(shown, e)),
+    };
+    let fd =
+        openat(dir, name, DIR_FLAGS, Mode::empty()).map_err(|e| component_error(shown, name, e))?;
+    if created {
+        owner.adopt(&fd, shown)?;
+    }
+    Ok(fd)
+}
+
+/// Opens the directory `components` below `root`; with `create`, missing ones are made for
+/// that owner.
 pub(crate) fn open_dir(
     root: &OwnedFd,
     components: &[String],
-    create: bool,
+    create: Option<Owner>,
     shown: &str,
 ) -> Result<OwnedFd, EngineError> {
     let mut current = rustix::io::dup(root).map_err(|e| io_error(shown, e))?;
     for name in components {
         let next = match openat(&current, name.as_str(), DIR_FLAGS, Mode::empty()) {
             Ok(fd) => fd,
-            Err(Errno::NOENT) if create => {
-                match rustix::fs::mkdirat(&current, name.as_str(), dir_mode()) {
-                    Ok(()) | Err(Errno::EXIST) => {}
-                    Err(e) => return Err(io_error(shown, e)),
-                }
-                openat(&current, name.as_str(), DIR_FLAGS, Mode::empty())
-                    .map_err(|e| component_error(shown, name, e))?
+            Err(Errno::NOENT) if let Some(owner) = create => {
+                make_dir(&current, name, owner, shown)?
             }
             Err(Errno::NOENT) => {
                 return Err(EngineError::PathNotFound {
@@ -178,7 +214,7 @@ pub(crate) enum Resolved {
 pub(crate) fn open_for_read(root: &OwnedFd, path: &RelPath) -> Result<Resolved, EngineError> {
     let shown = path.display();
     let (parents, name) = path.split_last();
-    let parent = open_dir(root, parents, false, &shown)?;
+    let parent = open_dir(root, parents, None, &shown)?;
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let fd = match openat(&parent, name, flags, Mode::empty()) {
         Ok(fd) => fd,
@@ -199,11 +235,15 @@ pub(crate) fn open_for_read(root: &OwnedFd, path: &RelPath) -> Result<Resolved, 
 
 /// Creates a fresh temporary file in `dir` for content that is renamed into place when
 /// complete, so readers never see half a file and a failed upload leaves nothing behind.
-pub(crate) fn create_temp(dir: &OwnedFd) -> Result<(String, std::fs::File), EngineError> {
+pub(crate) fn create_temp(
+    dir: &OwnedFd,
+    owner: Owner,
+) -> Result<(String, std::fs::File), EngineError> {
     let name = format!(".petri-upload-{}", crate::ids::new_run_id());
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let fd = openat(dir, name.as_str(), flags, Mode::from_raw_mode(0o644))
         .map_err(|e| io_error(&name, e))?;
+    owner.adopt(&fd, &name)?;
     Ok((name, std::fs::File::from(fd)))
 }
 
@@ -241,6 +281,7 @@ pub(crate) fn merge_tree(
     dst: Option<&OwnedFd>,
     prefix: &str,
     dry_run: bool,
+    owner: Owner,
 ) -> Result<(), EngineError> {
     let names = read_names(src).map_err(|e| io_error(prefix, e))?;
     for name in names {
@@ -262,17 +303,10 @@ pub(crate) fn merge_tree(
             let child_dst = match openat(dst, name.as_str(), DIR_FLAGS, Mode::empty()) {
                 Ok(fd) => Some(fd),
                 Err(Errno::NOENT) if dry_run => None,
-                Err(Errno::NOENT) => {
-                    rustix::fs::mkdirat(dst, name.as_str(), dir_mode())
-                        .map_err(|e| io_error(&shown, e))?;
-                    Some(
-                        openat(dst, name.as_str(), DIR_FLAGS, Mode::empty())
-                            .map_err(|e| io_error(&shown, e))?,
-                    )
-                }
+                Err(Errno::NOENT) => Some(make_dir(dst, &name, owner, &shown)?),
                 Err(e) => return Err(component_error(&shown, &name, e)),
             };
-            merge_tree(&child_src, child_dst.as_ref(), &shown, dry_run)?;
+            merge_tree(&child_src, child_dst.as_ref(), &shown, dry_run, owner)?;
         } else if dry_run {
             if let Ok(existing) = statat(dst, name.as_str(), AtFlags::SYMLINK_NOFOLLOW)
                 && FileType::from_raw_mode(existing.st_mode) == FileType::Directory

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use bytes::Bytes;
 use tokio::io::AsyncWriteExt;
 
-pub use self::fs::FileEntry;
+pub use self::fs::{FileEntry, Owner};
 pub(crate) use self::path::RelPath;
 pub(crate) use self::zip::ZipLimits;
 use crate::EngineError;
@@ -50,6 +50,21 @@ impl Workspaces {
         )))
     }
 
+    /// Gives the workspace to its sandbox's own uid, readable by nobody else.
+    pub fn hand_over(&self, id: &str, owner: Owner) -> Result<(), EngineError> {
+        if owner == Owner::default() {
+            return Ok(());
+        }
+        let workspace = self.open(id)?;
+        owner.adopt(&workspace, id)?;
+        rustix::fs::fchmod(&workspace, rustix::fs::Mode::from_raw_mode(0o700)).map_err(|e| {
+            EngineError::Io {
+                context: format!("cannot restrict workspace of {id}"),
+                source: e.into(),
+            }
+        })
+    }
+
     /// Frees a workspace's disk: it is first moved into staging (so it vanishes at once,
     /// even if removal is interrupted), then removed without recursion whatever its depth.
     pub fn remove(&self, id: &str) -> Result<(), EngineError> {
@@ -79,13 +94,14 @@ impl Workspaces {
         path: &RelPath,
         mut body: impl ChunkSource,
         max_bytes: u64,
+        owner: Owner,
     ) -> Result<u64, EngineError> {
         let shown = path.display();
         let (parents, name) = path.split_last();
         let workspace = self.open(id)?;
         // The body lands in the workspace root first; directories are only created once it
         // is complete, so a refused upload leaves nothing at all behind.
-        let (temp, file) = fs::create_temp(&workspace)?;
+        let (temp, file) = fs::create_temp(&workspace, owner)?;
         let what = format!("upload {shown:?}");
         let written =
             match copy_capped(&mut body, tokio::fs::File::from_std(file), max_bytes, &what).await {
@@ -95,7 +111,7 @@ impl Workspaces {
                     return Err(e);
                 }
             };
-        let parent = match fs::open_dir(&workspace, parents, true, &shown) {
+        let parent = match fs::open_dir(&workspace, parents, Some(owner), &shown) {
             Ok(parent) => parent,
             Err(e) => {
                 fs::discard(&workspace, &temp);
@@ -113,6 +129,7 @@ impl Workspaces {
         mut body: impl ChunkSource,
         max_bytes: u64,
         limits: ZipLimits,
+        owner: Owner,
     ) -> Result<usize, EngineError> {
         let archive = self
             .staging
@@ -126,7 +143,7 @@ impl Workspaces {
             let staging = self.staging.clone();
             let archive = archive.clone();
             tokio::task::spawn_blocking(move || {
-                zip::extract(&archive, &staging, &workspace, limits)
+                zip::extract(&archive, &staging, &workspace, limits, owner)
             })
             .await
             .map_err(|e| EngineError::Task(e.to_string()))?

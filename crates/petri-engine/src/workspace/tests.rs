@@ -42,7 +42,13 @@ async fn nested_upload_creates_directories_atomically() {
     let (_dir, ws) = setup();
     let path = RelPath::parse("src/pkg/app.py").unwrap();
     let n = ws
-        .write_file("sb", &path, Chunks(vec![Bytes::from("print(1)\n")]), 100)
+        .write_file(
+            "sb",
+            &path,
+            Chunks(vec![Bytes::from("print(1)\n")]),
+            100,
+            Owner::default(),
+        )
         .await
         .unwrap();
     assert_eq!(n, 9);
@@ -60,7 +66,13 @@ async fn upload_through_planted_symlink_is_refused() {
     std::os::unix::fs::symlink(&outside, ws.path("sb").join("link")).unwrap();
     let path = RelPath::parse("link/pwned").unwrap();
     let err = ws
-        .write_file("sb", &path, Chunks(vec![Bytes::from("x")]), 100)
+        .write_file(
+            "sb",
+            &path,
+            Chunks(vec![Bytes::from("x")]),
+            100,
+            Owner::default(),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, EngineError::InvalidPath { .. }), "{err}");
@@ -72,7 +84,10 @@ async fn oversized_upload_leaves_nothing() {
     let (_dir, ws) = setup();
     let path = RelPath::parse("big.bin").unwrap();
     let chunks = Chunks(vec![Bytes::from(vec![0u8; 60]), Bytes::from(vec![0u8; 60])]);
-    let err = ws.write_file("sb", &path, chunks, 100).await.unwrap_err();
+    let err = ws
+        .write_file("sb", &path, chunks, 100, Owner::default())
+        .await
+        .unwrap_err();
     assert!(matches!(err, EngineError::TooLarge { .. }), "{err}");
     assert_eq!(std::fs::read_dir(ws.path("sb")).unwrap().count(), 0);
 }
@@ -87,7 +102,13 @@ async fn zip_slip_and_bombs_change_nothing() {
         b"not a zip at all".to_vec(),
     ] {
         let result = ws
-            .import_zip("sb", Chunks(vec![Bytes::from(archive)]), 1 << 20, LIMITS)
+            .import_zip(
+                "sb",
+                Chunks(vec![Bytes::from(archive)]),
+                1 << 20,
+                LIMITS,
+                Owner::default(),
+            )
             .await;
         assert!(result.is_err());
         assert_eq!(std::fs::read_dir(ws.path("sb")).unwrap().count(), 0);
@@ -100,6 +121,7 @@ async fn zip_slip_and_bombs_change_nothing() {
             Chunks(vec![Bytes::from(zip_of(&refs))]),
             1 << 20,
             LIMITS,
+            Owner::default(),
         )
         .await;
     assert!(matches!(result, Err(EngineError::TooLarge { .. })));
@@ -125,7 +147,13 @@ async fn zip_merges_into_existing_tree() {
     std::fs::write(ws.path("sb").join("src/keep.py"), "keep").unwrap();
     let archive = zip_of(&[("src/new.py", b"new"), ("README", b"r")]);
     let files = ws
-        .import_zip("sb", Chunks(vec![Bytes::from(archive)]), 1 << 20, LIMITS)
+        .import_zip(
+            "sb",
+            Chunks(vec![Bytes::from(archive)]),
+            1 << 20,
+            LIMITS,
+            Owner::default(),
+        )
         .await
         .unwrap();
     assert_eq!(files, 2);
@@ -140,4 +168,34 @@ async fn zip_merges_into_existing_tree() {
     let listing = ws.list("sb", None).unwrap();
     let paths: Vec<_> = listing.iter().map(|e| e.path.as_str()).collect();
     assert_eq!(paths, ["README", "src", "src/keep.py", "src/new.py"]);
+}
+
+/// As root, what the server writes into a workspace belongs to the sandbox's own uid.
+#[tokio::test]
+async fn uploads_and_zip_entries_belong_to_the_sandbox_uid() {
+    use std::os::unix::fs::MetadataExt;
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("skipped: chown needs root (CI runs as root)");
+        return;
+    }
+    let (_dir, ws) = setup();
+    let owner = Owner::new(Some(1_234_567));
+    let path = RelPath::parse("a/b/up.txt").unwrap();
+    ws.write_file("sb", &path, Chunks(vec![Bytes::from("x")]), 100, owner)
+        .await
+        .unwrap();
+    let archive = zip_of(&[("z/dir/in.txt", b"y")]);
+    ws.import_zip(
+        "sb",
+        Chunks(vec![Bytes::from(archive)]),
+        1 << 20,
+        LIMITS,
+        owner,
+    )
+    .await
+    .unwrap();
+    for made in ["a", "a/b", "a/b/up.txt", "z", "z/dir", "z/dir/in.txt"] {
+        let uid = std::fs::metadata(ws.path("sb").join(made)).unwrap().uid();
+        assert_eq!(uid, 1_234_567, "{made}");
+    }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::EngineError;
 use crate::workspace::RelPath;
-use crate::workspace::fs::{create_temp, merge_tree, open_dir, open_root, place};
+use crate::workspace::fs::{Owner, create_temp, merge_tree, open_dir, open_root, place};
 
 const S_IFMT: u32 = 0o170_000;
 const S_IFLNK: u32 = 0o120_000;
@@ -90,6 +90,7 @@ pub(crate) fn extract(
     staging_root: &Path,
     workspace: &OwnedFd,
     limits: ZipLimits,
+    owner: Owner,
 ) -> Result<usize, EngineError> {
     let file = std::fs::File::open(archive_path).map_err(EngineError::io(format!(
         "cannot open {}",
@@ -112,14 +113,14 @@ pub(crate) fn extract(
         for entry in &entries {
             let shown = entry.path.display();
             if entry.is_dir {
-                open_dir(&staging_fd, entry.path.components(), true, &shown)
+                open_dir(&staging_fd, entry.path.components(), Some(owner), &shown)
                     .map_err(|e| conflict(e, &shown))?;
                 continue;
             }
             let (parents, name) = entry.path.split_last();
-            let dir =
-                open_dir(&staging_fd, parents, true, &shown).map_err(|e| conflict(e, &shown))?;
-            let (temp, mut out) = create_temp(&dir)?;
+            let dir = open_dir(&staging_fd, parents, Some(owner), &shown)
+                .map_err(|e| conflict(e, &shown))?;
+            let (temp, mut out) = create_temp(&dir, owner)?;
             let mut reader = archive
                 .by_index(entry.index)
                 .map_err(|e| invalid_zip(format!("entry {shown:?}: {e}")))?;
@@ -136,8 +137,8 @@ pub(crate) fn extract(
             place(&dir, &temp, &dir, name, &shown).map_err(|e| conflict(e, &shown))?;
             files += 1;
         }
-        merge_tree(&staging_fd, Some(workspace), "", true)?;
-        merge_tree(&staging_fd, Some(workspace), "", false)?;
+        merge_tree(&staging_fd, Some(workspace), "", true, owner)?;
+        merge_tree(&staging_fd, Some(workspace), "", false, owner)?;
         Ok(files)
     })();
     let _ = super::remove_entry(staging_root, &staging_name);

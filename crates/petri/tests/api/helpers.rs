@@ -93,6 +93,15 @@ pub fn parse_sse(raw: &str) -> Vec<Event> {
     events
 }
 
+/// A temporary directory other users may traverse (not list), as a real state directory's
+/// parents are: a root server gives each sandbox its own uid only then.
+pub fn traversable_tempdir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711)).unwrap();
+    dir
+}
+
 pub fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_petri")
 }
@@ -103,7 +112,7 @@ impl TestServer {
     }
 
     pub async fn start_with(env: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = traversable_tempdir();
         let root = dir.path().join("state");
         let env: Vec<(String, String)> = env
             .iter()
@@ -117,7 +126,7 @@ impl TestServer {
     /// Starts the server from a shell that leaves descriptor 7 (a host file) open and
     /// inheritable, as a careless supervisor might.
     pub async fn start_with_leaked_fd() -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        let dir = traversable_tempdir();
         let root = dir.path().join("state");
         let mut server = Self::spawn_via(root, Vec::new(), Launch::LeakingFd).await;
         server._dir = Some(dir);

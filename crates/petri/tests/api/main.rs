@@ -8,6 +8,7 @@ mod deps_java;
 mod doctor;
 mod exec;
 mod hostile;
+mod identities;
 mod isolation;
 mod languages;
 mod lifecycle;
