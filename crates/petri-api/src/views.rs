@@ -21,6 +21,7 @@ pub(crate) fn sandbox(view: &SandboxView) -> Value {
             "memory_mb": view.limits.memory_bytes >> 20,
             "pids": view.limits.pids,
             "cpus": view.limits.cpu_millis as f64 / 1000.0,
+            "disk_mb": view.limits.disk_bytes >> 20,
         },
     })
 }

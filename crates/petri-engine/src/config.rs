@@ -63,11 +63,13 @@ impl EngineConfig {
                 memory_bytes: 512 << 20,
                 pids: 256,
                 cpu_millis: 1000,
+                disk_bytes: 1 << 30,
             },
             max_limits: Limits {
                 memory_bytes: 8 << 30,
                 pids: 4096,
                 cpu_millis: 8000,
+                disk_bytes: 10 << 30,
             },
             exec_queue_max: 8,
             max_running_execs: 32,

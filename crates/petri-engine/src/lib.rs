@@ -34,6 +34,7 @@ pub use petri_egress::{
     MAVEN_MIRROR_REPOSITORY, MirroredRegistries, NPM_MIRROR_REGISTRY, PYPI_MIRROR_INDEX,
     RegistryMirror,
 };
+pub use petri_sandbox::DiskMode;
 pub use petri_store::{AgentMetrics, Metrics, RunRecord, RunStatus, SandboxRecord, SandboxStatus};
 pub use workspace::{ChunkSource, FileContent, FileEntry};
 
@@ -52,6 +53,7 @@ pub struct CreateSandbox {
     pub memory_mb: Option<u64>,
     pub pids: Option<u64>,
     pub cpus: Option<f64>,
+    pub disk_mb: Option<u64>,
 }
 
 /// Limits a client asked for at create, validated.
@@ -60,6 +62,7 @@ struct RequestedLimits {
     memory_mb: Option<u64>,
     pids: Option<u64>,
     cpu_millis: Option<u64>,
+    disk_mb: Option<u64>,
 }
 
 /// A sandbox as clients see it: its record plus live state.
@@ -97,6 +100,9 @@ pub struct EngineInfo {
     pub installs: InstallInfo,
     /// First host uid given to sandboxes, when each gets its own.
     pub host_uid_base: Option<u32>,
+    /// How workspace disk space is limited.
+    #[serde(skip)]
+    pub disk: petri_sandbox::DiskMode,
 }
 
 /// The dependency-install part of [`EngineInfo`].
@@ -177,6 +183,7 @@ impl Engine {
             memory_bytes: record.memory_mb.map_or(default.memory_bytes, |mb| mb << 20),
             pids: record.pids_max.unwrap_or(default.pids),
             cpu_millis: record.cpu_millis.unwrap_or(default.cpu_millis),
+            disk_bytes: record.disk_mb.map_or(default.disk_bytes, |mb| mb << 20),
         }
     }
 
@@ -222,6 +229,7 @@ impl Engine {
                     .unwrap_or_default(),
             },
             host_uid_base: self.config.host_uid_base,
+            disk: self.workspaces.disk_mode().clone(),
         }
     }
 
@@ -250,6 +258,15 @@ impl Engine {
                 format!("must be between 8 and {}", max.pids),
             ));
         }
+        let max_disk_mb = max.disk_bytes >> 20;
+        if let Some(mb) = request.disk_mb
+            && !(16..=max_disk_mb).contains(&mb)
+        {
+            return Err(invalid(
+                "disk_mb",
+                format!("must be between 16 and {max_disk_mb}"),
+            ));
+        }
         let max_cores = max.cpu_millis as f64 / 1000.0;
         let cpu_millis = match request.cpus {
             None => None,
@@ -267,6 +284,7 @@ impl Engine {
             memory_mb: request.memory_mb,
             pids: request.pids,
             cpu_millis,
+            disk_mb: request.disk_mb,
         })
     }
 
@@ -295,6 +313,7 @@ impl Engine {
             memory_mb: limits.memory_mb,
             pids_max: limits.pids,
             cpu_millis: limits.cpu_millis,
+            disk_mb: limits.disk_mb,
             host_uid_base: self.config.host_uid_base,
         };
         let lookup = id.clone();
@@ -304,12 +323,19 @@ impl Engine {
                 store.sandbox(&lookup)
             })
             .await;
-        let handed_over = |record: &SandboxRecord| {
-            self.workspaces
-                .hand_over(&record.id, Owner::new(record.host_uid))
+        let handed_over = async |record: &SandboxRecord| {
+            let owner = Owner::new(record.host_uid);
+            let (workspaces, id) = (self.workspaces.clone(), record.id.clone());
+            let disk_bytes = self.limits_of(record).disk_bytes;
+            tokio::task::spawn_blocking(move || {
+                workspaces.provision(&id, disk_bytes, owner)?;
+                workspaces.hand_over(&id, owner)
+            })
+            .await
+            .map_err(|e| EngineError::Task(e.to_string()))?
         };
         match inserted {
-            Ok(Some(record)) => match handed_over(&record) {
+            Ok(Some(record)) => match handed_over(&record).await {
                 Ok(()) => Ok(self.view(record)),
                 Err(e) => {
                     // Never leave a sandbox whose workspace its code cannot use.

@@ -31,6 +31,7 @@ impl Engine {
         config: EngineConfig,
         backend: Arc<dyn Backend>,
         egress: Option<petri_egress::EgressProxy>,
+        disks: petri_sandbox::DiskQuotas,
     ) -> Result<Arc<Self>, EngineError> {
         // Only the server may read the registry, logs, caches and workspaces.
         for dir in [
@@ -64,7 +65,7 @@ impl Engine {
         }
         let running = tokio::sync::Semaphore::new(config.max_running_execs.max(1));
         let engine = Arc::new(Self {
-            workspaces: Workspaces::new(config.sandboxes_dir(), config.staging_dir()),
+            workspaces: Workspaces::new(config.sandboxes_dir(), config.staging_dir(), disks),
             logs: Arc::new(RunLogs::new(config.logs_dir(), config.log_max_bytes)),
             config,
             audit: Arc::new(crate::audit::StoreAudit::new(store.clone())),
@@ -111,6 +112,11 @@ impl Engine {
         for id in self.store.deleted_sandbox_ids()? {
             if self.workspaces.exists(&id) {
                 self.free(&id);
+            }
+        }
+        for record in self.store.list_live_sandboxes(&format_time(at))? {
+            if let Err(e) = self.workspaces.remount(&record.id) {
+                tracing::error!(error = %e, sandbox_id = record.id, "cannot mount a sandbox's disk");
             }
         }
         self.logs.enforce_retention(&self.store)?;

@@ -252,7 +252,12 @@ impl BwrapBackend {
     }
 
     fn rlimits(&self, sandbox: &SandboxSpec) -> Vec<(Resource, u64)> {
-        let mut limits = vec![(Resource::Core, 0)];
+        // No single file may outgrow the workspace's disk limit (the only disk limit where
+        // quotas are unavailable, and harmless where they work).
+        let mut limits = vec![
+            (Resource::Core, 0),
+            (Resource::Fsize, sandbox.limits.disk_bytes),
+        ];
         if matches!(
             self.config.cgroups.mode(),
             crate::CgroupMode::Unavailable { .. }

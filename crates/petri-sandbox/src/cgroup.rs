@@ -380,6 +380,7 @@ mod tests {
             memory_bytes: 64 << 20,
             pids: 32,
             cpu_millis: 500,
+            disk_bytes: 1 << 30,
         };
         // The fake hierarchy has no cgroup.procs; create them as the kernel would.
         for (_, dir) in cgroups.dirs("sb_x") {
@@ -427,6 +428,7 @@ mod tests {
             memory_bytes: 1 << 30,
             pids: 100,
             cpu_millis: 2000,
+            disk_bytes: 1 << 30,
         };
         let cg = cgroups.enter("sb_y", &limits).unwrap();
         assert_eq!(

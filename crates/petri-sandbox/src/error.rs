@@ -24,6 +24,11 @@ pub enum SandboxError {
     Network(std::io::Error),
     #[error("cannot build the seccomp filter: {0}")]
     Seccomp(String),
+    #[error("disk quota: {what} failed: {source}")]
+    Disk {
+        what: String,
+        source: std::io::Error,
+    },
     #[error("waiting for sandbox process failed: {0}")]
     Wait(std::io::Error),
 }

@@ -8,6 +8,7 @@
 
 mod bwrap;
 mod cgroup;
+mod disk;
 mod error;
 mod net;
 mod process;
@@ -20,6 +21,7 @@ use serde::Serialize;
 
 pub use bwrap::{BwrapBackend, BwrapConfig, CA_VARIABLES};
 pub use cgroup::{CgroupMode, Cgroups};
+pub use disk::{DiskMode, DiskQuotas, is_mount_point};
 pub use error::SandboxError;
 pub use process::{ExitInfo, Output, Process};
 
@@ -35,6 +37,9 @@ pub struct Limits {
     pub pids: u64,
     /// CPU bandwidth in thousandths of a core (1000 = one full core).
     pub cpu_millis: u64,
+    /// Disk space of the workspace in bytes (a filesystem of that size where quotas work,
+    /// else the largest file a process may write).
+    pub disk_bytes: u64,
 }
 
 /// What a backend needs to know about a sandbox.

@@ -69,6 +69,7 @@ fn setup(id: &str) -> (tempfile::TempDir, BwrapBackend, SandboxSpec) {
             memory_bytes: 512 << 20,
             pids: 128,
             cpu_millis: 1000,
+            disk_bytes: 1 << 30,
         },
         host_uid: None,
     };

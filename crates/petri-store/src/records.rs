@@ -99,6 +99,7 @@ pub struct NewSandbox {
     pub memory_mb: Option<u64>,
     pub pids_max: Option<u64>,
     pub cpu_millis: Option<u64>,
+    pub disk_mb: Option<u64>,
     /// Give the sandbox its own host uid, the next one from this base up (never reused).
     pub host_uid_base: Option<u32>,
 }
@@ -118,6 +119,7 @@ pub struct SandboxRecord {
     pub memory_mb: Option<u64>,
     pub pids_max: Option<u64>,
     pub cpu_millis: Option<u64>,
+    pub disk_mb: Option<u64>,
     pub host_uid: Option<u32>,
 }
 

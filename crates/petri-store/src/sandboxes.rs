@@ -5,7 +5,7 @@ use rusqlite::{OptionalExtension, Row, params};
 use crate::{NewSandbox, SandboxRecord, SandboxStatus, Store, StoreError};
 
 const COLUMNS: &str = "id, language, status, agent, created_by, created_at, last_active_at, \
-                       expires_at, deleted_at, memory_mb, pids_max, cpu_millis, host_uid";
+                       expires_at, deleted_at, memory_mb, pids_max, cpu_millis, host_uid, disk_mb";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<(SandboxRecord, String)> {
     let status: String = row.get(2)?;
@@ -24,6 +24,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(SandboxRecord, String)> {
             pids_max: row.get(10)?,
             cpu_millis: row.get(11)?,
             host_uid: row.get(12)?,
+            disk_mb: row.get(13)?,
         },
         status,
     ))
@@ -41,8 +42,8 @@ impl Store {
     pub fn insert_sandbox(&self, new: &NewSandbox) -> Result<(), StoreError> {
         self.conn().execute(
             "INSERT INTO sandboxes (id, language, status, agent, created_by, created_at, \
-             last_active_at, expires_at, memory_mb, pids_max, cpu_millis, host_uid) \
-             VALUES (?1, ?2, 'created', ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, \
+             last_active_at, expires_at, memory_mb, pids_max, cpu_millis, disk_mb, host_uid) \
+             VALUES (?1, ?2, 'created', ?3, ?4, ?5, ?5, ?6, ?7, ?8, ?9, ?11, \
              CASE WHEN ?10 IS NULL THEN NULL \
              ELSE MAX(?10, (SELECT COALESCE(MAX(host_uid) + 1, 0) FROM sandboxes)) END)",
             params![
@@ -55,7 +56,8 @@ impl Store {
                 new.memory_mb,
                 new.pids_max,
                 new.cpu_millis,
-                new.host_uid_base
+                new.host_uid_base,
+                new.disk_mb
             ],
         )?;
         Ok(())

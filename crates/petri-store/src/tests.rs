@@ -17,6 +17,7 @@ fn sandbox(id: &str, agent: Option<&str>, created_at: &str) -> NewSandbox {
         memory_mb: None,
         pids_max: Some(64),
         cpu_millis: None,
+        disk_mb: None,
         host_uid_base: None,
     }
 }

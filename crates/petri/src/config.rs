@@ -64,6 +64,13 @@ pub struct ServeArgs {
     /// Largest CPU limit a client may request, in cores.
     #[arg(long, env = "PETRI_MAX_CPUS", default_value_t = 8.0)]
     pub max_cpus: f64,
+    /// Default disk space of a sandbox's workspace in MiB (a sparse filesystem of that size
+    /// when the server is root; else the largest file a process may write).
+    #[arg(long, env = "PETRI_DISK_MB", default_value_t = 1024)]
+    pub disk_mb: u64,
+    /// Largest disk space a client may request, in MiB.
+    #[arg(long, env = "PETRI_MAX_DISK_MB", default_value_t = 10_240)]
+    pub max_disk_mb: u64,
     /// Size of each exec's private /tmp in MiB.
     #[arg(long, env = "PETRI_TMP_MB", default_value_t = 256)]
     pub tmp_mb: u64,
@@ -169,11 +176,13 @@ impl ServeArgs {
             memory_bytes: self.memory_mb * MIB,
             pids: self.pids_max,
             cpu_millis: cpu_millis(self.cpus)?,
+            disk_bytes: self.disk_mb * MIB,
         };
         config.max_limits = Limits {
             memory_bytes: self.max_memory_mb * MIB,
             pids: self.max_pids,
             cpu_millis: cpu_millis(self.max_cpus)?,
+            disk_bytes: self.max_disk_mb * MIB,
         };
         config.exec_queue_max = self.exec_queue_max;
         config.max_running_execs = self.max_running_execs;

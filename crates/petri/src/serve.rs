@@ -9,7 +9,7 @@ use petri_engine::{
     Allowlist, EgressProxy, Engine, GO_MIRROR_PROXY, MAVEN_MIRROR_REPOSITORY, MirroredRegistries,
     NPM_MIRROR_REGISTRY, PYPI_MIRROR_INDEX, RegistryMirror, Toolbox,
 };
-use petri_sandbox::{BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups};
+use petri_sandbox::{BwrapBackend, BwrapConfig, CA_VARIABLES, Cgroups, DiskQuotas};
 
 use crate::config::ServeArgs;
 
@@ -215,7 +215,16 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             config.toolbox.go_proxy = url(mirrored.go, GO_MIRROR_PROXY);
             config.toolbox.maven_repository = url(mirrored.maven, MAVEN_MIRROR_REPOSITORY);
         }
-        let engine = Engine::start(config, Arc::new(backend), egress).map_err(|e| e.to_string())?;
+        let disks = if args.disk_mb == 0 {
+            DiskQuotas::unavailable(config.root.join("disks"), "disabled by PETRI_DISK_MB=0")
+        } else {
+            DiskQuotas::detect(config.root.join("disks"))
+        };
+        if let petri_engine::DiskMode::Unavailable { reason } = disks.mode() {
+            tracing::warn!(%reason, "disk degraded: no per-sandbox filesystem, only file sizes are capped");
+        }
+        let engine = Engine::start(config, Arc::new(backend), egress, disks)
+            .map_err(|e| e.to_string())?;
         let listener = tokio::net::TcpListener::bind(args.bind)
             .await
             .map_err(|e| format!("cannot listen on {}: {e}", args.bind))?;

@@ -29,6 +29,8 @@ pub(crate) struct CreateBody {
     pids: Option<u64>,
     #[serde(default)]
     cpus: Option<f64>,
+    #[serde(default)]
+    disk_mb: Option<u64>,
 }
 
 fn default_language() -> String {
@@ -53,6 +55,7 @@ pub(crate) async fn create(
             memory_mb: body.memory_mb,
             pids: body.pids,
             cpus: body.cpus,
+            disk_mb: body.disk_mb,
         })
         .await?;
     Ok((StatusCode::CREATED, Json(views::sandbox(&view))).into_response())

@@ -21,9 +21,27 @@ pub(crate) async fn health(State(state): State<AppState>) -> Json<Value> {
             "note": "identities degraded: sandboxes run as the server's uid (per-sandbox uids need root)",
         }),
     };
+    let disk = match &info.disk {
+        petri_engine::DiskMode::LoopExt4 => json!({
+            "mode": "loop-ext4",
+            "degraded": false,
+            "note": "each workspace is its own filesystem of the sandbox's disk_mb: ENOSPC past it",
+            "disk_mb": info.default_limits.disk_bytes >> 20,
+        }),
+        petri_engine::DiskMode::Unavailable { reason } => json!({
+            "mode": "rlimit",
+            "degraded": true,
+            "note": format!("disk degraded: no per-sandbox filesystem ({reason}); only single files are capped at disk_mb"),
+            "disk_mb": info.default_limits.disk_bytes >> 20,
+        }),
+    };
     let degraded: Vec<&str> = [
         ("limits", info.isolation.limits_degraded),
         ("identities", info.host_uid_base.is_none()),
+        (
+            "disk",
+            !matches!(info.disk, petri_engine::DiskMode::LoopExt4),
+        ),
     ]
     .into_iter()
     .filter_map(|(what, degraded)| degraded.then_some(what))
@@ -32,6 +50,7 @@ pub(crate) async fn health(State(state): State<AppState>) -> Json<Value> {
         "status": "ok",
         "degraded": degraded,
         "identities": identities,
+        "disk": disk,
         "version": env!("CARGO_PKG_VERSION"),
         "listen": state.listen,
         "isolation": info.isolation,

@@ -53,6 +53,10 @@ impl Owner {
         Self(host_uid)
     }
 
+    pub fn uid(self) -> Option<u32> {
+        self.0
+    }
+
     /// Hands a freshly created file or directory to the owner (by descriptor: no path is
     /// resolved again).
     pub(crate) fn adopt(self, fd: &OwnedFd, shown: &str) -> Result<(), EngineError> {
@@ -69,7 +73,12 @@ impl Owner {
 }
 
 /// Creates the directory `name` in `dir` for `owner` and opens it.
-fn make_dir(dir: &OwnedFd, name: &str, owner: Owner, shown: &str) -> Result<OwnedFd, EngineError> {
+pub(crate) fn make_dir(
+    dir: &OwnedFd,
+    name: &str,
+    owner: Owner,
+    shown: &str,
+) -> Result<OwnedFd, EngineError> {
     let created = match rustix::fs::mkdirat(dir, name, dir_mode()) {
         Ok(()) => true,
         Err(Errno::EXIST) => false,

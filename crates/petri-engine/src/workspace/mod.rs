@@ -13,6 +13,8 @@ use tokio::io::AsyncWriteExt;
 pub use self::fs::{FileEntry, Owner};
 pub(crate) use self::path::RelPath;
 pub(crate) use self::zip::ZipLimits;
+use petri_sandbox::{DiskMode, DiskQuotas, is_mount_point};
+
 use crate::EngineError;
 
 /// Most entries one listing returns.
@@ -30,11 +32,35 @@ pub enum FileContent {
 pub(crate) struct Workspaces {
     root: PathBuf,
     staging: PathBuf,
+    disks: DiskQuotas,
 }
 
 impl Workspaces {
-    pub fn new(root: PathBuf, staging: PathBuf) -> Self {
-        Self { root, staging }
+    pub fn new(root: PathBuf, staging: PathBuf, disks: DiskQuotas) -> Self {
+        Self {
+            root,
+            staging,
+            disks,
+        }
+    }
+
+    pub fn disk_mode(&self) -> &DiskMode {
+        self.disks.mode()
+    }
+
+    /// Gives a new workspace its own filesystem of `bytes` (where quotas work), its root
+    /// owned by the sandbox.
+    pub fn provision(&self, id: &str, bytes: u64, owner: Owner) -> Result<(), EngineError> {
+        self.disks
+            .provision(id, &self.path(id), bytes, owner.uid())
+            .map_err(EngineError::from)
+    }
+
+    /// Mounts a live workspace's filesystem again if it is not (after a host reboot).
+    pub fn remount(&self, id: &str) -> Result<(), EngineError> {
+        self.disks
+            .remount(id, &self.path(id))
+            .map_err(EngineError::from)
     }
 
     /// Host path of a workspace. `id` must be a validated sandbox id.
@@ -68,6 +94,18 @@ impl Workspaces {
     /// Frees a workspace's disk: it is first moved into staging (so it vanishes at once,
     /// even if removal is interrupted), then removed without recursion whatever its depth.
     pub fn remove(&self, id: &str) -> Result<(), EngineError> {
+        if is_mount_point(&self.path(id)) {
+            // Its own filesystem: unmounting frees everything at once.
+            self.disks.release(id, &self.path(id))?;
+            return match std::fs::remove_dir(self.path(id)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(EngineError::Io {
+                    context: format!("cannot remove the mount point of {id}"),
+                    source: e,
+                }),
+                _ => Ok(()),
+            };
+        }
+        self.disks.release(id, &self.path(id))?;
         let doomed = format!("rm-{id}-{}", crate::ids::new_run_id());
         match std::fs::rename(self.path(id), self.staging.join(&doomed)) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -140,13 +178,10 @@ impl Workspaces {
                 .map_err(EngineError::io("cannot stage zip upload"))?;
             copy_capped(&mut body, file, max_bytes, "zip upload").await?;
             let workspace = self.open(id)?;
-            let staging = self.staging.clone();
             let archive = archive.clone();
-            tokio::task::spawn_blocking(move || {
-                zip::extract(&archive, &staging, &workspace, limits, owner)
-            })
-            .await
-            .map_err(|e| EngineError::Task(e.to_string()))?
+            tokio::task::spawn_blocking(move || zip::extract(&archive, &workspace, limits, owner))
+                .await
+                .map_err(|e| EngineError::Task(e.to_string()))?
         }
         .await;
         let _ = tokio::fs::remove_file(&archive).await;

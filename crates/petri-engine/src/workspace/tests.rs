@@ -14,7 +14,8 @@ fn setup() -> (tempfile::TempDir, Workspaces) {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir(dir.path().join("ws")).unwrap();
     std::fs::create_dir(dir.path().join("staging")).unwrap();
-    let workspaces = Workspaces::new(dir.path().join("ws"), dir.path().join("staging"));
+    let disks = petri_sandbox::DiskQuotas::unavailable(dir.path().join("disks"), "unit tests");
+    let workspaces = Workspaces::new(dir.path().join("ws"), dir.path().join("staging"), disks);
     workspaces.create("sb").unwrap();
     (dir, workspaces)
 }

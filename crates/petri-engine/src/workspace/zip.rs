@@ -8,7 +8,9 @@ use std::path::Path;
 
 use crate::EngineError;
 use crate::workspace::RelPath;
-use crate::workspace::fs::{Owner, create_temp, merge_tree, open_dir, open_root, place};
+use crate::workspace::fs::{
+    Owner, create_temp, make_dir, merge_tree, open_dir, place, remove_tree,
+};
 
 const S_IFMT: u32 = 0o170_000;
 const S_IFLNK: u32 = 0o120_000;
@@ -83,11 +85,13 @@ fn validate(
     Ok(entries)
 }
 
-/// Extracts `archive_path` into a fresh directory under `staging_root`, then merges it into
-/// `workspace`. Returns the number of files written. On any error the workspace is unchanged.
+/// Extracts `archive_path` into a fresh staging directory inside `workspace` (the same
+/// filesystem, so its disk quota counts the staged bytes and entries move in by rename; the
+/// directory is the server's, so sandboxed code cannot add entries to it meanwhile), then
+/// merges it into the workspace. Returns the number of files written. On any error the
+/// workspace is unchanged.
 pub(crate) fn extract(
     archive_path: &Path,
-    staging_root: &Path,
     workspace: &OwnedFd,
     limits: ZipLimits,
     owner: Owner,
@@ -100,14 +104,9 @@ pub(crate) fn extract(
         .map_err(|e| invalid_zip(format!("not a readable zip archive ({e})")))?;
     let entries = validate(&mut archive, limits)?;
 
-    let staging_name = format!("zip-{}", crate::ids::new_run_id());
-    let staging = staging_root.join(&staging_name);
-    std::fs::create_dir(&staging).map_err(EngineError::io(format!(
-        "cannot create {}",
-        staging.display()
-    )))?;
+    let staging_name = format!(".petri-zip-{}", crate::ids::new_run_id());
+    let staging_fd = make_dir(workspace, &staging_name, Owner::default(), &staging_name)?;
     let result = (|| {
-        let staging_fd = open_root(&staging)?;
         let mut files = 0;
         let mut budget = limits.max_bytes;
         for entry in &entries {
@@ -141,7 +140,8 @@ pub(crate) fn extract(
         merge_tree(&staging_fd, Some(workspace), "", false, owner)?;
         Ok(files)
     })();
-    let _ = super::remove_entry(staging_root, &staging_name);
+    drop(staging_fd);
+    let _ = remove_tree(workspace, &staging_name);
     result
 }
 

@@ -374,6 +374,27 @@ impl Drop for TestServer {
             let _ = child.kill();
             let _ = child.wait();
         }
+        // Sandboxes' disk filesystems outlive a killed server (as they should); the test
+        // owning the directory takes them down so no mount or loop device leaks.
+        if let Some(dir) = &self._dir {
+            unmount_below(dir.path());
+        }
+    }
+}
+
+/// Lazily unmounts every mount point below `root`.
+pub fn unmount_below(root: &Path) {
+    let Ok(table) = std::fs::read_to_string("/proc/self/mountinfo") else {
+        return;
+    };
+    for line in table.lines() {
+        let Some(point) = line.split(' ').nth(4) else {
+            continue;
+        };
+        let point = point.replace("\\040", " ");
+        if Path::new(&point).starts_with(root) {
+            let _ = Command::new("umount").arg("-l").arg(&point).status();
+        }
     }
 }
 

@@ -13,4 +13,5 @@ mod isolation;
 mod languages;
 mod lifecycle;
 mod limits;
+mod quotas;
 mod routes;
