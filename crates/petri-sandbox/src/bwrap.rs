@@ -18,7 +18,8 @@ use crate::net::{listener_channel, receive_listener};
 use crate::seccomp::SeccompPrograms;
 use crate::sys::{ChildSetup, ProxyNetwork, install};
 use crate::{
-    Backend, BackendInfo, ExecSpec, Network, Process, SANDBOX_MOUNT, SandboxError, SandboxSpec,
+    Backend, BackendInfo, ExecSpec, INIT_IN_SANDBOX, Network, Process, SANDBOX_MOUNT, SandboxError,
+    SandboxSpec, WRITABLE,
 };
 
 /// The uid and gid sandboxed code runs as, inside its user namespace.
@@ -72,6 +73,9 @@ pub struct BwrapConfig {
     pub base_env: Vec<(String, String)>,
     /// Host files (installer binaries such as `uv`) mounted read-only at a sandbox path.
     pub tools: Vec<(PathBuf, String)>,
+    /// The `petri` binary, started as every exec's first process to apply Landlock; `None`
+    /// where the kernel has no Landlock.
+    pub landlock_init: Option<PathBuf>,
     pub cgroups: Cgroups,
 }
 
@@ -239,6 +243,9 @@ impl BwrapBackend {
         for (host, inside) in &self.config.tools {
             args.extend(["--ro-bind".into(), host.into(), inside.into()]);
         }
+        if let Some(init) = &self.config.landlock_init {
+            args.extend(["--ro-bind".into(), init.into(), INIT_IN_SANDBOX.into()]);
+        }
         args.extend([
             "--bind".into(),
             workspace.into(),
@@ -389,6 +396,11 @@ impl Backend for BwrapBackend {
             network: "none (loopback only)",
             namespaces: &["user", "pid", "mount", "ipc", "uts", "cgroup", "net"],
             seccomp: "deny list (resources/seccomp/default.json)",
+            landlock: self
+                .config
+                .landlock_init
+                .as_ref()
+                .and_then(|_| crate::landlock_abi()),
         }
     }
 
@@ -446,8 +458,16 @@ impl Backend for BwrapBackend {
         let args_fd = args_pipe(&setup).map_err(spawn_err)?;
         let args_fd_number = args_fd.as_raw_fd().to_string();
         let mut command = std::process::Command::new(&self.config.binary);
+        command.args(["--args", &args_fd_number]);
+        if self.config.landlock_init.is_some() {
+            command.args([INIT_IN_SANDBOX, "sandbox-init"]);
+            for dir in WRITABLE {
+                command.args(["--write", dir]);
+            }
+            command.arg("--");
+        }
         command
-            .args(["--args", &args_fd_number, "/bin/sh", "-c", &exec.command])
+            .args(["/bin/sh", "-c", &exec.command])
             .env_clear()
             .stdin(Stdio::null())
             .stdout(writer)
@@ -495,6 +515,7 @@ mod tests {
             tools: vec![("/srv/uv".into(), "/opt/petri/bin/uv".into())],
             base_env: vec![("SSL_CERT_FILE".into(), "/etc/ssl/certs/ca.crt".into())],
             cgroups: Cgroups::unavailable("test"),
+            landlock_init: None,
         }
     }
 

@@ -10,6 +10,7 @@ mod bwrap;
 mod cgroup;
 mod disk;
 mod error;
+mod landlock;
 mod net;
 mod process;
 mod seccomp;
@@ -23,6 +24,7 @@ pub use bwrap::{BwrapBackend, BwrapConfig, CA_VARIABLES};
 pub use cgroup::{CgroupMode, Cgroups};
 pub use disk::{DiskMode, DiskQuotas, is_mount_point};
 pub use error::SandboxError;
+pub use landlock::{INIT_IN_SANDBOX, WRITABLE, confine, confine_and_exec};
 pub use process::{ExitInfo, Output, Process};
 
 /// Where the workspace appears inside every sandbox.
@@ -93,6 +95,8 @@ pub struct BackendInfo {
     pub namespaces: &'static [&'static str],
     /// What the syscall filter is.
     pub seccomp: &'static str,
+    /// The Landlock ABI every exec is confined with, if any.
+    pub landlock: Option<i64>,
 }
 
 /// An isolation engine. Implementations must make every exec a fresh, fully isolated process

@@ -59,6 +59,7 @@ fn setup(id: &str) -> (tempfile::TempDir, BwrapBackend, SandboxSpec) {
             ("REQUESTS_CA_BUNDLE".into(), ca),
         ],
         tools: Vec::new(),
+        landlock_init: None,
         cgroups: Cgroups::unavailable("test"),
     })
     .unwrap();

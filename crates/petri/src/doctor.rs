@@ -74,6 +74,7 @@ pub fn run(bwrap: &Path) -> u8 {
         extra_ro_paths: Vec::new(),
         base_env: Vec::new(),
         tools: Vec::new(),
+        landlock_init: None,
         cgroups,
     });
     let userns = read("/proc/sys/user/max_user_namespaces").unwrap_or_else(|| "?".into());

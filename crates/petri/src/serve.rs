@@ -124,6 +124,7 @@ fn build_backend(
     args: &ServeArgs,
     runtime_dir: std::path::PathBuf,
     uv: Option<&std::path::Path>,
+    landlock_init: Option<std::path::PathBuf>,
 ) -> Result<BwrapBackend, String> {
     let cgroups = if args.disable_cgroups {
         Cgroups::unavailable("disabled by PETRI_DISABLE_CGROUPS")
@@ -144,6 +145,7 @@ fn build_backend(
             .map(|uv| (uv.to_path_buf(), UV_IN_SANDBOX.to_string()))
             .into_iter()
             .collect(),
+        landlock_init,
         cgroups,
     })
     .map_err(|e| e.to_string())
@@ -205,7 +207,22 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             Some(uv) if config.host_uid_base.is_some() => Some(stage_tool(&uv, &config.root)?),
             other => other,
         };
-        let backend = build_backend(&args, config.runtime_dir(), uv.as_deref())?;
+        // This very binary confines each exec with Landlock, where the kernel has it.
+        let landlock_init = match petri_sandbox::landlock_abi() {
+            None => {
+                tracing::warn!("Landlock unavailable: sandboxes rely on their mounts alone");
+                None
+            }
+            Some(_) => {
+                let exe = std::env::current_exe()
+                    .map_err(|e| format!("cannot find the petri binary: {e}"))?;
+                Some(match config.host_uid_base {
+                    Some(_) => stage_tool(&exe, &config.root)?,
+                    None => exe,
+                })
+            }
+        };
+        let backend = build_backend(&args, config.runtime_dir(), uv.as_deref(), landlock_init)?;
         let egress = build_egress(&args, &backend, config.root.join("cache").join("packages"))?;
         if let Some(mirror) = egress.as_ref().and_then(EgressProxy::mirror) {
             let mirrored = mirror.registries();

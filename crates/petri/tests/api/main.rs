@@ -10,6 +10,7 @@ mod exec;
 mod hostile;
 mod identities;
 mod isolation;
+mod landlock;
 mod languages;
 mod lifecycle;
 mod limits;
