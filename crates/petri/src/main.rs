@@ -45,8 +45,7 @@ fn main() -> std::process::ExitCode {
     if let Command::SandboxInit { writable, command } = &cli.command {
         // Runs as the first process of every exec: nothing else to set up, fail closed.
         let (program, args) = command.split_first().expect("clap requires a command");
-        let error =
-            petri_sandbox::confine_and_exec(writable, std::path::Path::new(program), args);
+        let error = petri_sandbox::confine_and_exec(writable, std::path::Path::new(program), args);
         eprintln!("petri-init: {error}");
         return std::process::ExitCode::from(126);
     }

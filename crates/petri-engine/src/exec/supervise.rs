@@ -18,6 +18,10 @@ use crate::slots::Slot;
 const MAX_LINE_BYTES: usize = 64 * 1024;
 /// How long output may keep flowing after the command exited or was killed.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// Past the output cap, output is discarded at most `DRAIN_CHUNK` per `DRAIN_PAUSE`
+/// (100 MiB/s): a verbose program still finishes, a flood costs the server almost nothing.
+const DRAIN_CHUNK: usize = 1 << 20;
+const DRAIN_PAUSE: Duration = Duration::from_millis(10);
 pub(crate) const EXIT_TIMED_OUT: i32 = 124;
 pub(crate) const EXIT_KILLED: i32 = 137;
 pub(crate) const EXIT_NOT_STARTED: i32 = 126;
@@ -195,6 +199,13 @@ pub(crate) async fn supervise(
     let mut output = process.take_output();
     let mut splitter = LineSplitter::new(MAX_LINE_BYTES);
     let mut buffer = vec![0u8; 64 * 1024];
+    // Past the output cap only the end of the stream matters (for the error's last line):
+    // the rest is read and dropped without splitting it into lines, so a flood costs the
+    // server a copy per read rather than work per line.
+    let mut tail: Vec<u8> = Vec::new();
+    // ...and read at a bounded pace: a program printing past the cap slows down (its writes
+    // block on a full pipe) instead of costing the server a core until its timeout.
+    let mut drain_pace: Option<Instant> = None;
     let deadline = Instant::now() + timeout;
     let mut drain_until: Option<Instant> = None;
     // A running exec is activity: keep the sandbox's expiry ahead of now while it runs.
@@ -226,8 +237,15 @@ pub(crate) async fn supervise(
                 output = None;
                 process.kill();
             }
-            read = read_some(output.as_mut(), &mut buffer), if !eof => match read {
+            read = read_some(output.as_mut(), &mut buffer, drain_pace), if !eof => match read {
                 Ok(0) | Err(_) => output = None,
+                Ok(n) if collected.truncated => {
+                    keep_tail(&mut tail, &buffer[..n]);
+                    if drain_pace.is_none() {
+                        buffer.resize(DRAIN_CHUNK, 0);
+                    }
+                    drain_pace = Some(Instant::now() + DRAIN_PAUSE);
+                }
                 Ok(n) => {
                     for line in splitter.push(&buffer[..n]) {
                         collected.line(line);
@@ -248,6 +266,15 @@ pub(crate) async fn supervise(
     if let Some(rest) = splitter.finish() {
         collected.line(rest);
     }
+    if !tail.is_empty() {
+        // Only updates the last line: the output is already capped.
+        let mut end = LineSplitter::new(MAX_LINE_BYTES);
+        let mut lines = end.push(&tail);
+        lines.extend(end.finish());
+        for line in lines {
+            collected.line(line);
+        }
+    }
     collected.finish();
     match exit {
         Some(Ok(info)) => Supervised {
@@ -266,10 +293,28 @@ pub(crate) async fn supervise(
     }
 }
 
+/// Appends `chunk` to `tail`, keeping only the last `MAX_LINE_BYTES`.
+fn keep_tail(tail: &mut Vec<u8>, chunk: &[u8]) {
+    if chunk.len() >= MAX_LINE_BYTES {
+        tail.clear();
+        tail.extend_from_slice(&chunk[chunk.len() - MAX_LINE_BYTES..]);
+        return;
+    }
+    tail.extend_from_slice(chunk);
+    if tail.len() > MAX_LINE_BYTES {
+        tail.drain(..tail.len() - MAX_LINE_BYTES);
+    }
+}
+
+/// Reads into `buffer`, not before `not_before`.
 async fn read_some(
     output: Option<&mut petri_sandbox::Output>,
     buffer: &mut [u8],
+    not_before: Option<Instant>,
 ) -> std::io::Result<usize> {
+    if let Some(at) = not_before {
+        tokio::time::sleep_until(at).await;
+    }
     match output {
         Some(output) => output.read(buffer).await,
         None => std::future::pending().await,
@@ -279,6 +324,17 @@ async fn read_some(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_tail_keeps_only_the_last_line_worth_of_bytes() {
+        let mut tail = Vec::new();
+        keep_tail(&mut tail, b"first\n");
+        keep_tail(&mut tail, &vec![b'x'; MAX_LINE_BYTES - 2]);
+        assert_eq!(tail.len(), MAX_LINE_BYTES);
+        assert!(tail.starts_with(b"t\n"), "the oldest bytes went first");
+        keep_tail(&mut tail, &vec![b'y'; MAX_LINE_BYTES + 10]);
+        assert_eq!(tail, vec![b'y'; MAX_LINE_BYTES]);
+    }
 
     #[test]
     fn escapes_are_not_an_error_message() {

@@ -5,87 +5,18 @@ use serde_json::json;
 use crate::helpers::*;
 
 #[tokio::test]
-async fn memory_bomb_is_a_failed_run_not_a_dead_server() {
-    let server = TestServer::start().await;
-    let id = server.create(json!({"memory_mb": 64})).await;
-    let done = server
-        .exec(
-            &id,
-            "python3 -c \"b = bytearray(400 * 1024 * 1024); print('survived')\"",
-        )
-        .await
-        .done();
-    assert_eq!(done["exit_code"], 137);
-    assert_eq!(done["oom_killed"], true);
-    assert_eq!(done["status"], "failed");
-    let error = done["error"].as_str().unwrap();
-    assert!(error.contains("memory limit of 64 MiB"), "{error}");
-    assert!(!done["output"].as_str().unwrap().contains("survived"));
-    // The server and the sandbox carry on.
-    assert_eq!(server.get_json("/health").await.0, 200);
-    assert_eq!(
-        server.exec(&id, "echo alive").await.done()["output"],
-        "alive\n"
-    );
-    // Memory filled through tmpfs is charged to the sandbox as well.
-    let done = server
-        .exec(&id, "head -c 200000000 /dev/zero > /tmp/fill; echo wrote")
-        .await
-        .done();
-    assert_ne!(done["output"], "wrote\n", "{done}");
-}
-
-#[tokio::test]
-async fn fork_bomb_is_contained() {
-    let server = TestServer::start().await;
-    let id = server.create(json!({"pids": 32})).await;
-    let result = server
-        .exec_body(&id, json!({"command": "bomb() { bomb | bomb & }; bomb; sleep 2; echo after", "timeout": 10}))
-        .await;
-    let done = result.done();
-    assert!(done["duration_ms"].as_u64().unwrap() < 10_000, "{done}");
-    assert_eq!(server.get_json("/health").await.0, 200);
-    let done = server
-        .exec(
-            &id,
-            "for i in $(seq 10); do sleep 1 & done; echo spawned; wait",
-        )
-        .await
-        .done();
-    assert!(done["output"].as_str().unwrap().contains("spawned"));
-    let count = server.exec(&id, "python3 -c \"import os\nn=0\ntry:\n  while True:\n    if os.fork()==0:\n      import time; time.sleep(3); os._exit(0)\n    n+=1\nexcept OSError: print(n)\"").await;
-    let forked: u64 = count.lines()[0].trim().parse().unwrap();
-    assert!(forked < 32, "forked {forked} processes under a limit of 32");
-}
-
-#[tokio::test]
-async fn cpu_limit_throttles() {
-    let server = TestServer::start().await;
-    let id = server.create(json!({"cpus": 0.2})).await;
-    let done = server
-        .exec(&id, "python3 -c \"import time\nend=time.time()+1.5\nwhile time.time()<end: pass\nprint(round(time.process_time(),2))\"")
-        .await
-        .done();
-    let cpu: f64 = done["output"].as_str().unwrap().trim().parse().unwrap();
-    assert!(
-        cpu < 0.6,
-        "used {cpu}s of CPU in 1.5s wall under a 0.2-core limit"
-    );
-}
-
-#[tokio::test]
 async fn per_sandbox_limits_are_validated_and_reported() {
     let server = TestServer::start().await;
     let (status, created) = server
         .post_json(
             "/v1/sandboxes",
-            json!({"memory_mb": 128, "pids": 64, "cpus": 0.5}),
+            json!({"memory_mb": 128, "pids": 64, "cpus": 0.5, "disk_mb": 64}),
         )
         .await;
     assert_eq!(status, 201);
     assert_eq!(
         created["limits"],
-        json!({"memory_mb": 128, "pids": 64, "cpus": 0.5})
+        json!({"memory_mb": 128, "pids": 64, "cpus": 0.5, "disk_mb": 64})
     );
     for bad in [
         json!({"memory_mb": 1}),
