@@ -121,14 +121,57 @@ pub fn run(bwrap: &Path) -> u8 {
             format!("filters available ({a})")
         }),
     );
+    let mut weaker = false;
     match petri_sandbox::landlock_abi() {
         Some(abi) => report.add(
             "landlock",
-            "info",
-            format!("ABI {abi} available (not used yet)"),
+            "ok",
+            format!("ABI {abi}: every exec may write only below /sandbox, /tmp and /dev/shm"),
         ),
-        None => report.add("landlock", "info", "not available"),
+        None => {
+            weaker = true;
+            report.add(
+                "landlock",
+                "degraded",
+                "not available: mounts are the only wall on writes",
+            );
+        }
     }
+    if rustix::process::geteuid().is_root() {
+        report.add(
+            "identities",
+            "ok",
+            "root: each sandbox runs as its own host uid",
+        );
+    } else {
+        weaker = true;
+        report.add(
+            "identities",
+            "degraded",
+            "not root: sandboxes share the server's uid",
+        );
+    }
+    let disks = petri_sandbox::DiskQuotas::detect(runtime.join("disks"));
+    match disks.mode() {
+        petri_sandbox::DiskMode::LoopExt4 => report.add(
+            "disk quota",
+            "ok",
+            "a loop-mounted ext4 filesystem per sandbox (ENOSPC at its disk_mb)",
+        ),
+        petri_sandbox::DiskMode::Unavailable { reason } => {
+            weaker = true;
+            report.add(
+                "disk quota",
+                "degraded",
+                format!("{reason}: only single files are capped (RLIMIT_FSIZE)"),
+            );
+        }
+    }
+    let exit = if exit == EXIT_OK && weaker {
+        EXIT_DEGRADED
+    } else {
+        exit
+    };
     let cpuinfo = read("/proc/cpuinfo").unwrap_or_default();
     let hardware = cpuinfo.split_whitespace().any(|w| w == "vmx" || w == "svm");
     report.add(

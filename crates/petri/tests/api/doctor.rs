@@ -19,7 +19,13 @@ fn doctor_reports_full_isolation_as_root() {
     assert_eq!(code, 0, "{report}");
     assert!(report.contains("verdict: full isolation"), "{report}");
     assert!(report.contains("cgroup-v"), "{report}");
-    assert!(report.contains("landlock"), "{report}");
+    for check in ["landlock", "identities", "disk quota"] {
+        let line = report
+            .lines()
+            .find(|l| l.trim_start().starts_with(check))
+            .unwrap_or_else(|| panic!("no {check} line: {report}"));
+        assert!(line.contains(" ok "), "{line}");
+    }
 }
 
 #[test]
@@ -47,4 +53,6 @@ fn doctor_says_degraded_for_an_unprivileged_user() {
     );
     assert_eq!(code, 2, "{report}");
     assert!(report.contains("limits            degraded"), "{report}");
+    assert!(report.contains("identities        degraded"), "{report}");
+    assert!(report.contains("disk quota        degraded"), "{report}");
 }
