@@ -11,6 +11,9 @@ import pytest
 def server_url():
     binary = os.environ.get("PETRI_BIN", "target/debug/petri")
     with tempfile.TemporaryDirectory() as root:
+        # Traversable by other users, like a real state directory: as root each sandbox then
+        # runs as its own uid (the full isolation is what the clients are tested against).
+        os.chmod(root, 0o711)
         proc = subprocess.Popen(
             [binary, "serve", "--bind", "127.0.0.1:0"],
             env={**os.environ, "PETRI_WORKSPACE_ROOT": root, "PETRI_LOG": "warn"},
@@ -23,3 +26,9 @@ def server_url():
         yield url
         proc.terminate()
         proc.wait(timeout=20)
+        # Sandboxes' disk filesystems outlive the server by design; take them down.
+        with open("/proc/self/mountinfo") as table:
+            points = [line.split()[4] for line in table]
+        for point in points:
+            if point.startswith(root + "/"):
+                subprocess.run(["umount", "-l", point], check=False)

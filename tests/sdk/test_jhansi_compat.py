@@ -4,8 +4,12 @@ Against the original server `Sandbox.exec()` returned "" for every command; here
 return the program's output.
 """
 
-import importlib
+import asyncio
+import os
+import sys
 
+from fastmcp import Client
+from fastmcp.client.transports import StdioTransport
 from jhansi import Sandbox
 
 
@@ -34,12 +38,29 @@ def test_sdk_zip_upload(server_url, tmp_path):
         assert sandbox.exec("cd /sandbox && python run.py") == "42\n"
 
 
-def test_mcp_tools(server_url):
-    mcp = importlib.reload(importlib.import_module("jhansi.mcp_server"))
-    sandbox_id = mcp.create_sandbox.fn(language="python", agent="claude-code")
-    assert sandbox_id.startswith("sb_")
-    # The MCP client joins lines without separators (its own bug); it still sees every line.
-    assert mcp.exec_code.fn(sandbox_id=sandbox_id, command="echo one; echo two") == "onetwo"
-    failed = mcp.exec_code.fn(sandbox_id=sandbox_id, command="echo oops >&2; exit 2")
-    assert failed.startswith("FAILED (exit_code=2): oops")
-    assert mcp.delete_sandbox.fn(sandbox_id=sandbox_id) == "deleted"
+def test_mcp_tools_over_stdio(server_url):
+    """The published MCP server, started the way agents start it, driven by a real MCP client."""
+
+    async def session():
+        transport = StdioTransport(
+            command=sys.executable,
+            args=["-m", "jhansi.mcp_server"],
+            env={**os.environ, "JHANSI_BASE_URL": server_url},
+        )
+        async with Client(transport) as client:
+            tools = {tool.name for tool in await client.list_tools()}
+            assert {"create_sandbox", "exec_code", "delete_sandbox"} <= tools
+
+            async def call(name, **arguments):
+                result = await client.call_tool(name, arguments)
+                return result.content[0].text
+
+            sandbox_id = await call("create_sandbox", language="python", agent="claude-code")
+            assert sandbox_id.startswith("sb_")
+            # The MCP server joins lines without separators (its own bug); every line arrives.
+            assert await call("exec_code", sandbox_id=sandbox_id, command="echo one; echo two") == "onetwo"
+            failed = await call("exec_code", sandbox_id=sandbox_id, command="echo oops >&2; exit 2")
+            assert failed.startswith("FAILED (exit_code=2): oops"), failed
+            assert await call("delete_sandbox", sandbox_id=sandbox_id) == "deleted"
+
+    asyncio.run(session())
