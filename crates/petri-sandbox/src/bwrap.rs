@@ -460,7 +460,7 @@ impl Backend for BwrapBackend {
         let mut command = std::process::Command::new(&self.config.binary);
         command.args(["--args", &args_fd_number]);
         if self.config.landlock_init.is_some() {
-            command.args([INIT_IN_SANDBOX, "sandbox-init"]);
+            command.arg(INIT_IN_SANDBOX);
             for dir in WRITABLE {
                 command.args(["--write", dir]);
             }

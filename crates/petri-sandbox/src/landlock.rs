@@ -4,8 +4,8 @@
 //! mount ever expose more than intended, writes there still fail.
 //!
 //! bubblewrap's own mount work cannot run under Landlock (it forbids mounting), so the
-//! restriction is applied by a tiny init, `petri sandbox-init`, that bubblewrap starts instead
-//! of the command and that execs the command once confined.
+//! restriction is applied by a tiny init, the `petri-init` binary, that bubblewrap starts
+//! instead of the command and that execs the command once confined.
 
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;

@@ -214,11 +214,18 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
                 None
             }
             Some(_) => {
-                let exe = std::env::current_exe()
-                    .map_err(|e| format!("cannot find the petri binary: {e}"))?;
+                let init = std::env::current_exe()
+                    .map_err(|e| format!("cannot find the petri binary: {e}"))?
+                    .with_file_name("petri-init");
+                if !init.is_file() {
+                    return Err(format!(
+                        "{} is missing: it is built and installed next to petri",
+                        init.display()
+                    ));
+                }
                 Some(match config.host_uid_base {
-                    Some(_) => stage_tool(&exe, &config.root)?,
-                    None => exe,
+                    Some(_) => stage_tool(&init, &config.root)?,
+                    None => init,
                 })
             }
         };

@@ -5,6 +5,10 @@ use std::process::Command;
 
 use crate::helpers::*;
 
+fn init() -> &'static str {
+    env!("CARGO_BIN_EXE_petri-init")
+}
+
 #[tokio::test]
 async fn every_exec_starts_confined_and_languages_still_work() {
     let server = TestServer::start().await;
@@ -22,9 +26,7 @@ async fn every_exec_starts_confined_and_languages_still_work() {
         .await;
     let output = result.done()["output"].as_str().unwrap().to_string();
     assert!(
-        output.contains(
-            "petri-init sandbox-init --write /sandbox --write /tmp --write /dev/shm -- /bin/sh"
-        ),
+        output.contains("petri-init --write /sandbox --write /tmp --write /dev/shm -- /bin/sh"),
         "{output}"
     );
     assert!(output.ends_with("42\n"), "{output}");
@@ -43,8 +45,8 @@ fn the_init_refuses_writes_outside_the_writable_directories() {
         a = allowed.display(),
         d = denied.display()
     );
-    let out = Command::new(bin())
-        .args(["sandbox-init", "--write"])
+    let out = Command::new(init())
+        .arg("--write")
         .arg(&allowed)
         .args(["--", "/bin/sh", "-c", &script])
         .output()
@@ -59,18 +61,19 @@ fn the_init_refuses_writes_outside_the_writable_directories() {
 
 #[test]
 fn the_init_fails_closed_without_a_command_or_with_a_bad_one() {
-    let out = Command::new(bin())
-        .args([
-            "sandbox-init",
-            "--write",
-            "/tmp",
-            "--",
-            "/nonexistent/program",
-        ])
+    let out = Command::new(init())
+        .args(["--write", "/tmp", "--", "/nonexistent/program"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(126));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run /nonexistent/program"));
-    let out = Command::new(bin()).args(["sandbox-init"]).output().unwrap();
-    assert!(!out.status.success());
+    for args in [
+        &[][..],
+        &["--write", "/tmp"][..],
+        &["--write", "/tmp", "--"][..],
+        &["--bogus"][..],
+    ] {
+        let out = Command::new(init()).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(126), "{args:?}");
+    }
 }
