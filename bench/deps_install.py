@@ -14,6 +14,8 @@ import tempfile
 import time
 import uuid
 
+from state_dir import state_dir
+
 
 class Client:
     def __init__(self, url):
@@ -66,7 +68,7 @@ def main():
     parser.add_argument("--packages", nargs="+", default=["requests", "pandas"])
     args = parser.parse_args()
     rows = []
-    with tempfile.TemporaryDirectory() as root:
+    with state_dir() as root:
         server = subprocess.Popen([args.binary, "serve", "--bind", "127.0.0.1:0"],
                                   env={**os.environ, "PETRI_WORKSPACE_ROOT": root, "PETRI_LOG": "warn"},
                                   stdout=subprocess.PIPE, text=True)

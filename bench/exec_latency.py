@@ -11,8 +11,9 @@ import json
 import os
 import statistics
 import subprocess
-import tempfile
 import time
+
+from state_dir import state_dir
 
 
 def rss_kib(pid):
@@ -47,15 +48,6 @@ class Client:
         return done
 
 
-def unmount_below(root):
-    """Sandboxes' disk filesystems stay mounted after the server stops (by design)."""
-    with open("/proc/self/mountinfo") as table:
-        points = [line.split()[4] for line in table]
-    for point in points:
-        if point.startswith(root + "/"):
-            subprocess.run(["umount", "-l", point], check=False)
-
-
 def timed(fn, runs, warmup=3):
     for _ in range(warmup):
         fn()
@@ -79,10 +71,7 @@ def main():
     parser.add_argument("--rss-runs", type=int, default=1000)
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory() as root:
-        # As a real state directory's parents are: other users may traverse it, so a root
-        # server gives each sandbox its own uid (the full isolation is what is measured).
-        os.chmod(root, 0o711)
+    with state_dir() as root:
         server = subprocess.Popen(
             [args.binary, "serve", "--bind", "127.0.0.1:0"],
             env={**os.environ, "PETRI_WORKSPACE_ROOT": root, "PETRI_LOG": "warn"},
@@ -118,7 +107,6 @@ def main():
         finally:
             server.terminate()
             server.wait(timeout=30)
-            unmount_below(root)
 
     def row(name, stats, base):
         return (f"| {name} | {stats['mean']:.1f} | {stats['p50']:.1f} | {stats['p95']:.1f} | "
