@@ -63,7 +63,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/v1/sandboxes/{id}/files/{*path}",
-            get(routes::files::download),
+            get(routes::files::download).delete(routes::files::delete),
         )
         .route("/v1/sandboxes/{id}/exec", post(routes::exec::exec))
         .route("/v1/sandboxes/{id}/runs", get(routes::runs::for_sandbox))

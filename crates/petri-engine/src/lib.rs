@@ -478,6 +478,18 @@ impl Engine {
             .map_err(|e| EngineError::Task(e.to_string()))?
     }
 
+    /// Deletes a file or directory of the workspace.
+    pub async fn delete_file(&self, id: &str, path: &str) -> Result<(), EngineError> {
+        self.live_record(id).await?;
+        let path = RelPath::parse(path)?;
+        let workspaces = self.workspaces.clone();
+        let sandbox = id.to_string();
+        tokio::task::spawn_blocking(move || workspaces.remove_path(&sandbox, &path))
+            .await
+            .map_err(|e| EngineError::Task(e.to_string()))??;
+        self.touch(id).await
+    }
+
     /// Opens a workspace file for download (or lists a directory).
     pub async fn read_file(&self, id: &str, path: &str) -> Result<FileContent, EngineError> {
         self.live_record(id).await?;

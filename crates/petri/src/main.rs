@@ -1,6 +1,7 @@
 //! `petri`: the sandbox server binary.
 #![forbid(unsafe_code)]
 
+mod cli;
 mod config;
 mod doctor;
 mod serve;
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Run the HTTP server.
     Serve(Box<config::ServeArgs>),
+    #[command(flatten)]
+    Remote(cli::Remote),
     /// Check what isolation this host gives (exit 0: full, 2: degraded, 1: none).
     Doctor {
         /// The bubblewrap executable.
@@ -32,6 +35,10 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    let cli = match cli.command {
+        Command::Remote(command) => return cli::run(command),
+        command => Cli { command },
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("PETRI_LOG")
@@ -42,6 +49,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Serve(args) => serve::run(*args),
         Command::Doctor { bwrap } => return std::process::ExitCode::from(doctor::run(&bwrap)),
+        Command::Remote(_) => unreachable!("client commands return above"),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -104,3 +104,11 @@ pub(crate) async fn download(
         }
     }
 }
+
+pub(crate) async fn delete(
+    State(state): State<AppState>,
+    Path((id, path)): Path<(String, String)>,
+) -> Result<StatusCode, ApiError> {
+    state.engine.delete_file(&id, &path).await?;
+    Ok(StatusCode::NO_CONTENT)
+}

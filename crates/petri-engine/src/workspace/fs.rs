@@ -277,6 +277,20 @@ pub(crate) fn place(
     }
 }
 
+/// Removes `name` in `parent` (a file, a symlink, or a directory with everything below it).
+pub(crate) fn remove_at(parent: &OwnedFd, name: &str, shown: &str) -> Result<(), EngineError> {
+    match statat(parent, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Err(Errno::NOENT) => {
+            return Err(EngineError::PathNotFound {
+                path: shown.to_string(),
+            });
+        }
+        Err(e) => return Err(io_error(shown, e)),
+        Ok(_) => {}
+    }
+    remove_tree(parent, name).map_err(|e| io_error(shown, e))
+}
+
 /// Removes a temporary file left by a failed upload.
 pub(crate) fn discard(dir: &OwnedFd, name: &str) {
     let _ = rustix::fs::unlinkat(dir, name, AtFlags::empty());

@@ -188,6 +188,16 @@ impl Workspaces {
         result
     }
 
+    /// Removes `path` (a file, a symlink or a whole directory); symlinks on the way are not
+    /// followed, a symlink at `path` is removed itself.
+    pub fn remove_path(&self, id: &str, path: &RelPath) -> Result<(), EngineError> {
+        let workspace = self.open(id)?;
+        let (parents, name) = path.split_last();
+        let shown = path.display();
+        let parent = fs::open_dir(&workspace, parents, None, &shown)?;
+        fs::remove_at(&parent, name, &shown)
+    }
+
     /// Lists the whole workspace or one directory of it.
     pub fn list(&self, id: &str, path: Option<&RelPath>) -> Result<Vec<FileEntry>, EngineError> {
         let workspace = self.open(id)?;

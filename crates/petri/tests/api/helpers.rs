@@ -141,7 +141,11 @@ impl TestServer {
         // The build directory may sit under a home nobody cannot traverse.
         let binary = dir.path().join("petri");
         std::fs::copy(bin(), &binary).unwrap();
-        std::fs::copy(env!("CARGO_BIN_EXE_petri-init"), dir.path().join("petri-init")).unwrap();
+        std::fs::copy(
+            env!("CARGO_BIN_EXE_petri-init"),
+            dir.path().join("petri-init"),
+        )
+        .unwrap();
         let root = dir.path().join("state");
         std::fs::create_dir(&root).unwrap();
         Command::new("chown")

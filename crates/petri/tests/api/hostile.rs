@@ -1014,3 +1014,38 @@ async fn deep_zip_entry_does_not_crash_the_server() {
     assert_eq!(response.bytes().await.unwrap().as_ref(), b"deep");
     assert_eq!(staging(&server), vec![]);
 }
+
+#[tokio::test]
+async fn deleting_files_never_follows_a_planted_symlink() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("precious"), "keep").unwrap();
+    let target = outside.path().display();
+    sh(
+        &server,
+        &id,
+        &format!("mkdir -p tree/deep && touch tree/deep/f keep.txt && ln -s {target} linkdir && ln -s {target}/precious link"),
+    )
+    .await;
+    let delete =
+        async |path: &str| delete_json(&server, &format!("/v1/sandboxes/{id}/files/{path}")).await;
+    // Through a symlinked directory: refused, the host file stays.
+    let (status, body) = delete("linkdir/precious").await;
+    assert!((400..500).contains(&status), "{status} {body}");
+    // A symlink itself is removed as a link; its target stays.
+    assert_eq!(delete("link").await.0, 204);
+    assert!(outside.path().join("precious").exists());
+    // A directory goes with everything below it; a missing path is a 404.
+    assert_eq!(delete("tree").await.0, 204);
+    assert_eq!(delete("tree").await.0, 404);
+    for bad in ["..%2Fescape", "a/%2E%2E/%2E%2E/x"] {
+        let (status, body) = delete(bad).await;
+        assert!((400..500).contains(&status), "{bad}: {status} {body}");
+    }
+    assert_eq!(sh(&server, &id, "ls").await, "keep.txt\nlinkdir\n");
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("precious")).unwrap(),
+        "keep"
+    );
+}

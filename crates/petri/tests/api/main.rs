@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod cli;
 mod deps;
 mod deps_java;
 mod doctor;
