@@ -24,5 +24,11 @@ if [ -z "$python" ]; then
 fi
 venv=.venv-sdk
 [ -x "$venv/bin/pytest" ] || { "$python" -m venv "$venv" && "$venv/bin/pip" install -q "jhansi==0.1.7" "pytest>=8"; }
-PETRI_BIN=target/debug/petri "$venv/bin/pytest" -q -p no:cacheprovider -p no:warnings tests/sdk
+PETRI_BIN=target/debug/petri "$venv/bin/pytest" -q -p no:cacheprovider -p no:warnings --confcutdir . tests/sdk
+
+# Our own SDK and MCP server (sdk/python), installed the way users install it.
+ours=.venv-sdk-python
+[ -x "$ours/bin/pytest" ] || { python3 -m venv "$ours" && "$ours/bin/pip" install -q "./sdk/python[test]"; }
+"$ours/bin/pip" install -q --no-deps --force-reinstall ./sdk/python
+PETRI_BIN=target/debug/petri "$ours/bin/pytest" -q -p no:cacheprovider --confcutdir . sdk/python/tests
 echo "all tests passed"

@@ -1,4 +1,5 @@
-"""Starts a real `petri serve` for the compatibility tests against the published jhansi SDK."""
+"""A real `petri serve` for the Python tests (the published jhansi client in tests/sdk, our SDK
+in sdk/python/tests), run against the full isolation a root server gives."""
 
 import os
 import subprocess
@@ -12,7 +13,7 @@ def server_url():
     binary = os.environ.get("PETRI_BIN", "target/debug/petri")
     with tempfile.TemporaryDirectory() as root:
         # Traversable by other users, like a real state directory: as root each sandbox then
-        # runs as its own uid (the full isolation is what the clients are tested against).
+        # runs as its own uid.
         os.chmod(root, 0o711)
         proc = subprocess.Popen(
             [binary, "serve", "--bind", "127.0.0.1:0"],
