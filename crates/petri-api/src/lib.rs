@@ -4,6 +4,7 @@
 
 mod error;
 mod extract;
+mod mcp;
 mod pyjson;
 mod routes;
 mod sse;
@@ -27,6 +28,8 @@ pub struct AppState {
     pub keepalive: Duration,
     /// The address the server listens on, for `/health`.
     pub listen: String,
+    /// `Host` names `/mcp` answers besides loopback ones (DNS-rebinding protection).
+    pub mcp_allowed_hosts: Vec<String>,
 }
 
 /// Largest JSON body accepted (commands are capped at 128 KiB by the engine).
@@ -74,6 +77,10 @@ pub fn router(state: AppState) -> Router {
         .route("/dashboard", get(routes::dashboard::page))
         .layer(DefaultBodyLimit::max(JSON_BODY_LIMIT))
         .merge(uploads)
+        .nest_service(
+            "/mcp",
+            mcp::service(state.engine.clone(), &state.mcp_allowed_hosts),
+        )
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async {
             ApiError::new(

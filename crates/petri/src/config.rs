@@ -113,6 +113,10 @@ pub struct ServeArgs {
     /// the CONNECT proxy only, and every sandbox downloads for itself).
     #[arg(long, env = "PETRI_NO_PACKAGE_MIRROR", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub no_package_mirror: bool,
+    /// Host names (`host` or `host:port`) the `/mcp` endpoint answers besides loopback ones,
+    /// comma-separated: set it when agents reach the server under another name.
+    #[arg(long, env = "PETRI_MCP_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub mcp_allowed_hosts: Vec<String>,
     /// Longest a dependency install may take, in seconds.
     #[arg(long, env = "PETRI_INSTALL_TIMEOUT_SECONDS", default_value_t = 600)]
     pub install_timeout_seconds: u64,

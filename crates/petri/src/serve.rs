@@ -277,6 +277,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             engine: engine.clone(),
             keepalive: Duration::from_secs(args.keepalive_seconds.max(1)),
             listen: listen.to_string(),
+            mcp_allowed_hosts: args.mcp_allowed_hosts.clone(),
         };
         let shutdown_engine = engine.clone();
         // Exec streams are many small writes; without TCP_NODELAY each waits on the peer's

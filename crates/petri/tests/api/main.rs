@@ -15,5 +15,6 @@ mod landlock;
 mod languages;
 mod lifecycle;
 mod limits;
+mod mcp;
 mod quotas;
 mod routes;
