@@ -15,6 +15,7 @@ mod net;
 mod process;
 mod seccomp;
 mod sys;
+mod testmode;
 
 use std::path::PathBuf;
 
@@ -26,6 +27,7 @@ pub use disk::{DiskMode, DiskQuotas, is_mount_point};
 pub use error::SandboxError;
 pub use landlock::{INIT_IN_SANDBOX, WRITABLE, confine, confine_and_exec};
 pub use process::{ExitInfo, Output, Process};
+pub use testmode::{EXIT_SETUP_FAILED, TestPlan, run as run_test_plan};
 
 /// Where the workspace appears inside every sandbox.
 pub const SANDBOX_MOUNT: &str = "/sandbox";

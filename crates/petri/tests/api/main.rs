@@ -18,3 +18,4 @@ mod limits;
 mod mcp;
 mod quotas;
 mod routes;
+mod testmode;
