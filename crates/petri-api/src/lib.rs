@@ -72,6 +72,10 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/sandboxes/{id}/runs", get(routes::runs::for_sandbox))
         .route("/v1/runs/{run_id}", get(routes::runs::get))
         .route("/v1/runs/{run_id}/output", get(routes::runs::output))
+        .route(
+            "/v1/runs/{run_id}/server-output",
+            get(routes::runs::server_output),
+        )
         .route("/v1/runs/{run_id}/egress", get(routes::runs::egress))
         .route("/v1/runs/{run_id}/sbom", get(routes::runs::sbom))
         .route("/dashboard", get(routes::dashboard::page))

@@ -143,6 +143,7 @@ impl PetriMcp {
                 ExecRequest {
                     command: args.command,
                     timeout_seconds: args.timeout,
+                    test: None,
                 },
             )
             .await

@@ -53,8 +53,13 @@ fn lost_done() -> DoneInfo {
 
 /// One `install` event: installer progress, a separate event type old clients ignore.
 pub(crate) fn install_frame(line: &str) -> String {
+    named_frame("install", line)
+}
+
+/// A line of another channel (`install`, `server`), raw: old clients ignore unknown events.
+fn named_frame(event: &str, line: &str) -> String {
     format!(
-        "event: install\ndata: {}\n\n",
+        "event: {event}\ndata: {}\n\n",
         line.strip_suffix('\n').unwrap_or(line)
     )
 }
@@ -67,6 +72,7 @@ pub fn response(stream: ExecStream, format: OutputFormat, keepalive: Duration) -
             event = stream.recv() => match event {
                 Some(ExecEvent::Output(line)) => return Some((frame_ok(output_frame(&line, format)), Some(stream))),
                 Some(ExecEvent::Install(line)) => return Some((frame_ok(install_frame(&line)), Some(stream))),
+                Some(ExecEvent::Server(line)) => return Some((frame_ok(named_frame("server", &line)), Some(stream))),
                 Some(ExecEvent::Done(done)) => done_frame(&done),
                 None => done_frame(&lost_done()),
             },

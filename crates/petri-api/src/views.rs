@@ -42,5 +42,9 @@ pub(crate) fn run(r: &RunRecord) -> Value {
         "output_truncated": r.output_truncated,
         "output_evicted": r.output_evicted,
         "output_url": format!("/v1/runs/{}/output", r.id),
+        "test": r
+            .test_summary
+            .as_deref()
+            .and_then(|summary| serde_json::from_str::<Value>(summary).ok()),
     })
 }

@@ -90,6 +90,29 @@ pub fn runtime_env(language: &str, workspace: &Path) -> Vec<(String, String)> {
     }
 }
 
+/// The test runner test mode uses when the request names none: the language's usual one,
+/// chosen from the project's manifests. `None` when the project gives no way to tell.
+pub fn default_test_command(language: &str, workspace: &Path) -> Option<String> {
+    use crate::scan::{is_file, read_file};
+    let command = match language {
+        "python" => "python3 -m pytest -v",
+        "node" => {
+            let scripts = read_file(workspace, "package.json")
+                .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+                .and_then(|manifest| manifest["scripts"]["test"].as_str().map(str::to_string));
+            match scripts {
+                Some(_) => "npm test",
+                None => "node --test",
+            }
+        }
+        "go" => "go test -v ./...",
+        "java" if is_file(workspace, "pom.xml") => "mvn -B -o test",
+        "java" if is_file(workspace, "build.gradle") => "gradle --offline test",
+        _ => return None,
+    };
+    Some(command.to_string())
+}
+
 /// The install plan for `workspace` (a host path), or `None` when nothing needs installing.
 pub fn plan(
     language: &str,
@@ -121,4 +144,33 @@ pub(crate) fn fingerprint(parts: &[&[u8]]) -> String {
 /// Quotes a value for `sh -c`.
 pub(crate) fn shell_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "'\\''"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_test_runners_follow_the_project() {
+        let ws = tempfile::tempdir().unwrap();
+        let runner = |language: &str| default_test_command(language, ws.path());
+        assert_eq!(runner("python").as_deref(), Some("python3 -m pytest -v"));
+        assert_eq!(runner("node").as_deref(), Some("node --test"));
+        std::fs::write(
+            ws.path().join("package.json"),
+            r#"{"scripts": {"test": "jest"}}"#,
+        )
+        .unwrap();
+        assert_eq!(runner("node").as_deref(), Some("npm test"));
+        assert_eq!(runner("go").as_deref(), Some("go test -v ./..."));
+        assert_eq!(
+            runner("java"),
+            None,
+            "plain javac has no test runner to guess"
+        );
+        std::fs::write(ws.path().join("build.gradle"), "").unwrap();
+        assert_eq!(runner("java").as_deref(), Some("gradle --offline test"));
+        std::fs::write(ws.path().join("pom.xml"), "<project/>").unwrap();
+        assert_eq!(runner("java").as_deref(), Some("mvn -B -o test"));
+    }
 }

@@ -26,7 +26,9 @@ use tokio_util::task::TaskTracker;
 
 pub use config::EngineConfig;
 pub use error::EngineError;
-pub use exec::{DoneInfo, ExecEvent, ExecRequest, ExecStream, InstallSummary};
+pub use exec::{
+    DoneInfo, ExecEvent, ExecRequest, ExecStream, InstallSummary, TestRequest, TestSummary,
+};
 pub use language::SUPPORTED_LANGUAGES;
 pub use petri_deps::Toolbox;
 pub use petri_egress::{
@@ -521,6 +523,9 @@ impl Engine {
         if request.command.len() > 128 * 1024 {
             return Err(invalid("command", "must be at most 128 KiB"));
         }
+        if let Some(test) = &request.test {
+            validate_test(test)?;
+        }
         let max = self.config.exec_timeout_max.as_secs();
         let timeout = match request.timeout_seconds {
             None => self.config.exec_timeout_default,
@@ -544,12 +549,19 @@ impl Engine {
         let job = ExecJob {
             sandbox,
             command: request.command,
+            test: request.test,
             timeout,
             slot,
             events,
         };
         self.tasks.spawn(run_exec(self.clone(), job));
         Ok(stream)
+    }
+
+    /// The test-mode server's output of a run (empty for other runs).
+    pub async fn run_server_output(&self, run_id: &str) -> Result<Vec<u8>, EngineError> {
+        let run = self.run(run_id).await?;
+        Ok(std::fs::read(self.logs.server_path(&run.id)).unwrap_or_default())
     }
 
     /// Runs of a sandbox (deleted ones keep their history), newest first.
@@ -619,4 +631,38 @@ impl Engine {
     pub async fn metrics(&self) -> Result<Metrics, EngineError> {
         self.db(|store| store.metrics()).await
     }
+}
+
+/// Checks a test-mode request before anything runs.
+fn validate_test(test: &exec::TestRequest) -> Result<(), EngineError> {
+    if let Some(command) = &test.test_command
+        && (command.trim().is_empty() || command.contains('\0') || command.len() > 16 * 1024)
+    {
+        return Err(invalid(
+            "test_command",
+            "must be a non-empty command of at most 16 KiB without NUL bytes",
+        ));
+    }
+    if test.ready_port == Some(0) {
+        return Err(invalid("ready_port", "must be between 1 and 65535"));
+    }
+    if let Some(path) = &test.ready_path
+        && (!path.starts_with('/')
+            || path.len() > 2048
+            || path.chars().any(|c| c.is_control() || c == ' '))
+    {
+        return Err(invalid(
+            "ready_path",
+            "must be an HTTP path starting with / (no spaces or control characters)",
+        ));
+    }
+    if let Some(secs) = test.ready_timeout_seconds
+        && !(1..=600).contains(&secs)
+    {
+        return Err(invalid(
+            "ready_timeout",
+            "must be between 1 and 600 seconds",
+        ));
+    }
+    Ok(())
 }

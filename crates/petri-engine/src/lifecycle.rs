@@ -100,6 +100,7 @@ impl Engine {
                 error: Some("interrupted: the server stopped while the command was running".into()),
                 output_bytes: self.logs.size(run_id),
                 output_truncated: false,
+                test_summary: None,
             };
             self.store.complete_run(run_id, &outcome)?;
         }

@@ -31,6 +31,17 @@ impl RunLogs {
         self.dir.join(format!("{run_id}.log"))
     }
 
+    /// Where a test-mode run keeps its server's output.
+    pub fn server_path(&self, run_id: &str) -> PathBuf {
+        self.dir.join(format!("{run_id}.server.log"))
+    }
+
+    pub fn create_server(&self, run_id: &str) -> Result<File, EngineError> {
+        File::create(self.server_path(run_id)).map_err(EngineError::io(format!(
+            "cannot create the server log of {run_id}"
+        )))
+    }
+
     pub fn create(&self, run_id: &str) -> Result<File, EngineError> {
         File::create(self.path(run_id)).map_err(EngineError::io(format!(
             "cannot create output log of {run_id}"

@@ -385,6 +385,24 @@ fn bytes_pipe(bytes: &[u8]) -> std::io::Result<OwnedFd> {
     Ok(reader.into())
 }
 
+/// `petri-init`'s test-mode arguments; the server's output goes to descriptor `server_fd`.
+fn test_args(test: &crate::TestSetup, server_fd: i32) -> Vec<String> {
+    let mut args = vec!["--serve".to_string(), test.serve.clone()];
+    if let Some(port) = test.ready_port {
+        args.extend(["--ready-port".into(), port.to_string()]);
+    }
+    if let Some(path) = &test.ready_path {
+        args.extend(["--ready-path".into(), path.clone()]);
+    }
+    args.extend([
+        "--ready-timeout".into(),
+        test.ready_timeout_seconds.to_string(),
+        "--server-fd".into(),
+        server_fd.to_string(),
+    ]);
+    args
+}
+
 impl Backend for BwrapBackend {
     fn info(&self) -> BackendInfo {
         let limits_mode = self.config.cgroups.mode_name();
@@ -459,12 +477,24 @@ impl Backend for BwrapBackend {
         let args_fd_number = args_fd.as_raw_fd().to_string();
         let mut command = std::process::Command::new(&self.config.binary);
         command.args(["--args", &args_fd_number]);
+        let mut server_output = None;
         if self.config.landlock_init.is_some() {
             command.arg(INIT_IN_SANDBOX);
             for dir in WRITABLE {
                 command.args(["--write", dir]);
             }
+            if let Some(test) = &exec.test {
+                let (reader, writer) = std::io::pipe().map_err(spawn_err)?;
+                let writer = OwnedFd::from(writer);
+                command.args(test_args(test, writer.as_raw_fd()));
+                inherit.push(writer);
+                server_output = Some(reader);
+            }
             command.arg("--");
+        } else if exec.test.is_some() {
+            return Err(spawn_err(std::io::Error::other(
+                "test mode needs petri-init, which needs Landlock",
+            )));
         }
         command
             .args(["/bin/sh", "-c", &exec.command])
@@ -494,7 +524,17 @@ impl Backend for BwrapBackend {
         drop(command);
         let output =
             tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()).map_err(spawn_err)?;
-        Ok(Process::new(child, output, oom, proxy_listener))
+        let server_output = server_output
+            .map(|reader| tokio::net::unix::pipe::Receiver::from_owned_fd(reader.into()))
+            .transpose()
+            .map_err(spawn_err)?;
+        Ok(Process::new(
+            child,
+            output,
+            oom,
+            proxy_listener,
+            server_output,
+        ))
     }
 
     fn destroy(&self, sandbox_id: &str) -> Result<(), SandboxError> {

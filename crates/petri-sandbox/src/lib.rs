@@ -77,6 +77,19 @@ pub struct ExecSpec {
     /// Extra environment on top of the backend's clean base environment.
     pub env: Vec<(String, String)>,
     pub network: Network,
+    /// Test mode: a server started first, `command` being the test runner.
+    pub test: Option<TestSetup>,
+}
+
+/// The server side of a test-mode exec (see `testmode.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TestSetup {
+    /// Passed to `/bin/sh -c`, in the background; its output goes to
+    /// [`Process::take_server_output`].
+    pub serve: String,
+    pub ready_port: Option<u16>,
+    pub ready_path: Option<String>,
+    pub ready_timeout_seconds: u64,
 }
 
 /// The Landlock ABI version this kernel offers, if any.

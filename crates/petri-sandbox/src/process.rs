@@ -28,6 +28,7 @@ pub struct Process {
     oom: OomWatch,
     started: Instant,
     proxy_listener: Option<std::net::TcpListener>,
+    server_output: Option<Output>,
 }
 
 impl Process {
@@ -36,6 +37,7 @@ impl Process {
         output: Output,
         oom: OomWatch,
         proxy_listener: Option<std::net::TcpListener>,
+        server_output: Option<Output>,
     ) -> Self {
         Self {
             child,
@@ -43,7 +45,13 @@ impl Process {
             oom,
             started: Instant::now(),
             proxy_listener,
+            server_output,
         }
+    }
+
+    /// In test mode, the server's own output pipe (once).
+    pub fn take_server_output(&mut self) -> Option<Output> {
+        self.server_output.take()
     }
 
     /// The listener inside the exec's network namespace, for [`crate::Network::RegistryProxy`]:

@@ -225,3 +225,17 @@ pub(crate) fn landlock_abi() -> Option<i64> {
     };
     (version > 0).then_some(version)
 }
+
+/// Takes ownership of descriptor `fd`, which this process inherited across exec (test mode's
+/// server channel, passed to `petri-init` by number). Reopening it through `/proc/self/fd`
+/// is no alternative: the pipe belongs to the server's uid, not the sandbox's.
+pub(crate) fn adopt_inherited(fd: i32) -> std::io::Result<OwnedFd> {
+    // SAFETY: F_GETFD only reads the descriptor's flags; it fails with EBADF when `fd` is not
+    // open, which is how an invalid number is rejected before anything takes ownership.
+    if unsafe { libc::fcntl(fd, libc::F_GETFD) } < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is open (checked above) and was inherited for this purpose only: nothing
+    // else in this process refers to it, so the OwnedFd is its sole owner.
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) })
+}

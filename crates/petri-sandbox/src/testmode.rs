@@ -31,8 +31,9 @@ pub struct TestPlan {
     /// An HTTP path that must answer (any status below 500) before the tests start.
     pub ready_path: Option<String>,
     pub ready_timeout: Duration,
-    /// Where the server's output goes (a pipe the server reads as its own channel).
-    pub server_output: std::path::PathBuf,
+    /// The inherited descriptor the server's output goes to (a pipe the Petri server reads as
+    /// its own channel).
+    pub server_fd: i32,
 }
 
 /// Ports in LISTEN state in this network namespace (`/proc/net/tcp` and `tcp6`).
@@ -135,10 +136,12 @@ fn stop(server: &mut Child) {
 
 /// Runs the plan, then `tests`; returns the exit code to leave with (the test runner's).
 pub fn run(plan: &TestPlan, tests: &[OsString]) -> Result<u8, String> {
-    let log = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&plan.server_output)
-        .map_err(|e| format!("cannot open the server's output channel: {e}"))?;
+    let log = std::fs::File::from(crate::sys::adopt_inherited(plan.server_fd).map_err(|e| {
+        format!(
+            "no server output channel on descriptor {}: {e}",
+            plan.server_fd
+        )
+    })?);
     let mut note = log.try_clone().map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut server = Command::new("/bin/sh")

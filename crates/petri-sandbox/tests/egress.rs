@@ -97,6 +97,7 @@ async fn registry_profile_reaches_only_the_allowlist() {
         command: "python3 /sandbox/probe.py".into(),
         env: Vec::new(),
         network: Network::RegistryProxy { port: PROXY_PORT },
+        test: None,
     };
     let mut process = backend.spawn(&sandbox, &exec).unwrap();
     let recorder = Arc::new(Recorder::default());
@@ -144,6 +145,7 @@ async fn default_profile_has_no_proxy_listener() {
         command: "python3 -c \"import socket; socket.create_connection(('127.0.0.1', 3128), timeout=2)\" 2>&1 | tail -1".into(),
         env: Vec::new(),
         network: Network::None,
+        test: None,
     };
     let mut process = backend.spawn(&sandbox, &exec).unwrap();
     assert!(process.take_proxy_listener().is_none());

@@ -143,6 +143,8 @@ pub struct RunOutcome {
     pub error: Option<String>,
     pub output_bytes: u64,
     pub output_truncated: bool,
+    /// Test mode: the runner's verdict, as JSON.
+    pub test_summary: Option<String>,
 }
 
 /// A run row as stored.
@@ -161,6 +163,7 @@ pub struct RunRecord {
     pub output_bytes: u64,
     pub output_truncated: bool,
     pub output_evicted: bool,
+    pub test_summary: Option<String>,
 }
 
 /// The v0.11 metrics, computed in SQL.

@@ -5,7 +5,8 @@ use rusqlite::{OptionalExtension, Row, params};
 use crate::{NewRun, RunOutcome, RunRecord, RunStatus, Store, StoreError};
 
 const COLUMNS: &str = "id, sandbox_id, command, status, started_at, completed_at, duration_ms, \
-                       exit_code, error, timeout_seconds, output_bytes, output_truncated, output_evicted";
+                       exit_code, error, timeout_seconds, output_bytes, output_truncated, output_evicted, \
+                       test_summary";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, String)> {
     Ok((
@@ -23,6 +24,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, String)> {
             output_bytes: row.get(10)?,
             output_truncated: row.get(11)?,
             output_evicted: row.get(12)?,
+            test_summary: row.get(13)?,
         },
         row.get(3)?,
     ))
@@ -54,7 +56,7 @@ impl Store {
     pub fn complete_run(&self, id: &str, outcome: &RunOutcome) -> Result<(), StoreError> {
         self.conn().execute(
             "UPDATE runs SET status = ?2, completed_at = ?3, duration_ms = ?4, exit_code = ?5, \
-             error = ?6, output_bytes = ?7, output_truncated = ?8 \
+             error = ?6, output_bytes = ?7, output_truncated = ?8, test_summary = ?9 \
              WHERE id = ?1 AND status = 'running'",
             params![
                 id,
@@ -64,7 +66,8 @@ impl Store {
                 outcome.exit_code,
                 outcome.error,
                 outcome.output_bytes,
-                outcome.output_truncated
+                outcome.output_truncated,
+                outcome.test_summary
             ],
         )?;
         Ok(())

@@ -70,6 +70,7 @@ fn outcome(status: RunStatus, exit_code: i32, duration_ms: u64, bytes: u64) -> R
         error: (exit_code != 0).then(|| "boom".into()),
         output_bytes: bytes,
         output_truncated: false,
+        test_summary: None,
     }
 }
 

@@ -2,9 +2,8 @@
 //! is a normal JSON error; after that the stream always ends with one `done`.
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
 use axum::response::Response;
-use petri_engine::ExecRequest;
+use petri_engine::{ExecRequest, TestRequest};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -22,6 +21,16 @@ pub(crate) struct ExecBody {
     timeout: Option<u64>,
     #[serde(default)]
     output_format: Option<String>,
+    /// Test mode: the test runner (default: the language's).
+    #[serde(default)]
+    test_command: Option<String>,
+    #[serde(default)]
+    ready_port: Option<u16>,
+    #[serde(default)]
+    ready_path: Option<String>,
+    /// Seconds the server gets to become ready.
+    #[serde(default)]
+    ready_timeout: Option<u64>,
 }
 
 pub(crate) async fn exec(
@@ -54,14 +63,6 @@ pub(crate) async fn exec(
             ));
         }
     };
-    if value.test {
-        state.engine.sandbox(&id).await?;
-        return Err(ApiError::new(
-            StatusCode::NOT_IMPLEMENTED,
-            "not_implemented",
-            "test mode is not available on this server yet",
-        ));
-    }
     let stream = state
         .engine
         .exec(
@@ -69,6 +70,12 @@ pub(crate) async fn exec(
             ExecRequest {
                 command,
                 timeout_seconds: value.timeout,
+                test: value.test.then_some(TestRequest {
+                    test_command: value.test_command,
+                    ready_port: value.ready_port,
+                    ready_path: value.ready_path,
+                    ready_timeout_seconds: value.ready_timeout,
+                }),
             },
         )
         .await?;

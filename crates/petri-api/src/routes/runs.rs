@@ -48,6 +48,15 @@ pub(crate) async fn sbom(
         .into_response())
 }
 
+/// In test mode, what the server under test printed.
+pub(crate) async fn server_output(
+    State(state): State<AppState>,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    let bytes = state.engine.run_server_output(&run_id).await?;
+    Ok(([(header::CONTENT_TYPE, "text/plain; charset=utf-8")], bytes).into_response())
+}
+
 pub(crate) async fn output(
     State(state): State<AppState>,
     Path(run_id): Path<String>,

@@ -131,6 +131,7 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
     let exec = ExecSpec {
         command: plan.command.clone(),
         env,
+        test: None,
         network: Network::RegistryProxy { port: PROXY_PORT },
     };
     let mut process = match engine.backend.spawn(&spec, &exec) {
@@ -159,6 +160,7 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
         &sandbox_id,
         process,
         &mut collected,
+        None,
         timeout,
     )
     .await;

@@ -4,12 +4,14 @@ mod install;
 mod lines;
 mod runner;
 mod supervise;
+mod tests_summary;
 
 use petri_store::RunStatus;
 use serde::Serialize;
 
 pub use install::InstallSummary;
 pub(crate) use runner::{ExecJob, run_exec};
+pub use tests_summary::TestSummary;
 
 /// One event of an exec stream. Every stream ends with exactly one [`ExecEvent::Done`].
 #[derive(Debug, Clone)]
@@ -19,6 +21,8 @@ pub enum ExecEvent {
     Output(String),
     /// One line of dependency-installer output (its own event type; old clients ignore it).
     Install(String),
+    /// In test mode, one line of the server under test (its own event type).
+    Server(String),
     Done(Box<DoneInfo>),
 }
 
@@ -37,6 +41,9 @@ pub struct DoneInfo {
     /// What the dependency step did, when the workspace has dependencies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub install: Option<InstallSummary>,
+    /// In test mode, what the test runner reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub test: Option<TestSummary>,
 }
 
 impl DoneInfo {
@@ -53,6 +60,7 @@ impl DoneInfo {
             truncated: false,
             oom_killed: false,
             install: None,
+            test: None,
         }
     }
 }
@@ -66,4 +74,17 @@ pub struct ExecRequest {
     pub command: String,
     /// Seconds; `None` means the server default.
     pub timeout_seconds: Option<u64>,
+    /// Test mode: `command` is the server (or script) under test.
+    pub test: Option<TestRequest>,
+}
+
+/// How to test what `command` starts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TestRequest {
+    /// The test runner (default: the language's, see `petri_deps::default_test_command`).
+    pub test_command: Option<String>,
+    pub ready_port: Option<u16>,
+    pub ready_path: Option<String>,
+    /// Seconds to wait for the server to be ready (default 60).
+    pub ready_timeout_seconds: Option<u64>,
 }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use petri_sandbox::{ExecSpec, Network};
+use petri_sandbox::{EXIT_SETUP_FAILED, ExecSpec, Network, TestSetup};
 use petri_store::{NewRun, RunOutcome, RunStatus, SandboxRecord};
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -16,11 +16,15 @@ use crate::Engine;
 use crate::ids::{format_time, new_run_id, now};
 use crate::slots::{CountGuard, Slot};
 
+/// Seconds a server under test gets to become ready, unless the request says otherwise.
+const DEFAULT_READY_TIMEOUT: u64 = 60;
+
 /// Everything one exec task needs.
 #[derive(Debug)]
 pub(crate) struct ExecJob {
     pub sandbox: SandboxRecord,
     pub command: String,
+    pub test: Option<super::TestRequest>,
     pub timeout: Duration,
     pub slot: Arc<Slot>,
     pub events: UnboundedSender<ExecEvent>,
@@ -89,6 +93,7 @@ async fn record_unstarted(engine: &Engine, job: &ExecJob, stop: Stop) -> DoneInf
         error: Some(error.to_string()),
         output_bytes: 0,
         output_truncated: false,
+        test_summary: None,
     };
     let id = run_id.clone();
     let recorded = engine
@@ -141,23 +146,63 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
                 Some(error),
                 empty,
                 Some(summary),
+                None,
             )
             .await;
         }
     };
 
     let spec = engine.sandbox_spec(&job.sandbox);
+    let workspace = engine.workspaces.path(&job.sandbox.id);
+    let (command, test) = match &job.test {
+        None => (job.command.clone(), None),
+        Some(test) => {
+            let runner = test
+                .test_command
+                .clone()
+                .or_else(|| petri_deps::default_test_command(&job.sandbox.language, &workspace));
+            let Some(runner) = runner else {
+                let error = format!(
+                    "test mode: no test runner known for this {} project; pass test_command",
+                    job.sandbox.language
+                );
+                let outcome = Supervised::not_started(&error);
+                let empty = Collected::program(0, None, job.events.clone());
+                return complete(
+                    engine,
+                    job,
+                    run_id,
+                    &outcome,
+                    RunStatus::Failed,
+                    Some(error),
+                    empty,
+                    install,
+                    None,
+                )
+                .await;
+            };
+            let setup = TestSetup {
+                serve: job.command.clone(),
+                ready_port: test.ready_port,
+                ready_path: test.ready_path.clone(),
+                ready_timeout_seconds: test.ready_timeout_seconds.unwrap_or(DEFAULT_READY_TIMEOUT),
+            };
+            (runner, Some(setup))
+        }
+    };
     let exec = ExecSpec {
-        command: job.command.clone(),
-        env: petri_deps::runtime_env(
-            &job.sandbox.language,
-            &engine.workspaces.path(&job.sandbox.id),
-        ),
+        command,
+        env: petri_deps::runtime_env(&job.sandbox.language, &workspace),
         // User code never gets a network.
         network: Network::None,
+        test,
     };
     let log = engine.logs.create(&run_id).ok();
     let mut collected = Collected::program(engine.config.output_max_bytes, log, job.events.clone());
+    let mut server = job.test.as_ref().map(|_| {
+        let log = engine.logs.create_server(&run_id).ok();
+        Collected::server(log, job.events.clone())
+    });
     let spawning = std::time::Instant::now();
     let outcome = match engine.backend.spawn(&spec, &exec) {
         Ok(process) => {
@@ -173,6 +218,7 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
                 &sandbox_id,
                 process,
                 &mut collected,
+                server.as_mut(),
                 job.timeout,
             )
             .await
@@ -184,8 +230,13 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
         }
     };
     let (status, error) = describe(engine, job, &outcome, collected.last_line.as_deref());
+    let test = job.test.as_ref().and_then(|_| {
+        // A setup failure tested nothing: no verdict to read.
+        (outcome.start_error.is_none() && outcome.exit_code != i32::from(EXIT_SETUP_FAILED))
+            .then(|| super::tests_summary::parse(&collected.text))
+    });
     complete(
-        engine, job, run_id, &outcome, status, error, collected, install,
+        engine, job, run_id, &outcome, status, error, collected, install, test,
     )
     .await
 }
@@ -201,6 +252,7 @@ async fn complete(
     error: Option<String>,
     mut collected: Collected,
     install: Option<InstallSummary>,
+    test: Option<super::TestSummary>,
 ) -> DoneInfo {
     let finished = now();
     let done = DoneInfo {
@@ -214,6 +266,7 @@ async fn complete(
         truncated: collected.truncated,
         oom_killed: outcome.oom_killed,
         install,
+        test,
     };
     let run_outcome = RunOutcome {
         status,
@@ -223,6 +276,10 @@ async fn complete(
         error,
         output_bytes: collected.bytes,
         output_truncated: collected.truncated,
+        test_summary: done
+            .test
+            .as_ref()
+            .and_then(|t| serde_json::to_string(t).ok()),
     };
     let ttl = engine.ttl_from(finished);
     let (sandbox_id, finished_at, id) = (
@@ -283,6 +340,13 @@ fn describe(
     }
     if outcome.exit_code == 0 {
         return (RunStatus::Succeeded, None);
+    }
+    if job.test.is_some() && outcome.exit_code == i32::from(EXIT_SETUP_FAILED) {
+        let reason = last_line.unwrap_or("the server could not be started");
+        return (
+            RunStatus::Failed,
+            Some(format!("test setup failed: {reason}")),
+        );
     }
     let error = match (last_line, outcome.signal) {
         (Some(line), _) => line.to_string(),

@@ -41,6 +41,8 @@ pub(crate) enum Channel {
     Program,
     /// A dependency install: `install` events only, never mixed into the program's output.
     Install,
+    /// The server under test in test mode: `server` events and its own log.
+    Server,
 }
 
 /// Output collected so far, capped.
@@ -82,6 +84,14 @@ impl Collected {
         }
     }
 
+    /// The server under test (test mode): its own events and log, capped at 1 MiB.
+    pub fn server(log: Option<std::fs::File>, events: UnboundedSender<ExecEvent>) -> Self {
+        Self {
+            channel: Channel::Server,
+            ..Self::program(1 << 20, log, events)
+        }
+    }
+
     /// Pushes what was logged so far to disk, so a crash or a reader mid-run sees it.
     fn flush(&mut self) {
         if let Some(log) = &mut self.log
@@ -117,6 +127,7 @@ impl Collected {
         let event = match self.channel {
             Channel::Program => ExecEvent::Output(line),
             Channel::Install => ExecEvent::Install(line),
+            Channel::Server => ExecEvent::Server(line),
         };
         // A closed receiver means the client left; the command carries on regardless.
         let _ = self.events.send(event);
@@ -194,9 +205,13 @@ pub(crate) async fn supervise(
     sandbox_id: &str,
     mut process: Process,
     collected: &mut Collected,
+    mut server: Option<&mut Collected>,
     timeout: Duration,
 ) -> Supervised {
     let mut output = process.take_output();
+    let mut server_output = process.take_server_output();
+    let mut server_lines = LineSplitter::new(MAX_LINE_BYTES);
+    let mut server_buffer = vec![0u8; 16 * 1024];
     let mut splitter = LineSplitter::new(MAX_LINE_BYTES);
     let mut buffer = vec![0u8; 64 * 1024];
     // Past the output cap only the end of the stream matters (for the error's last line):
@@ -215,7 +230,7 @@ pub(crate) async fn supervise(
     let mut exit = None;
     loop {
         let eof = output.is_none();
-        if eof && exit.is_some() {
+        if eof && server_output.is_none() && exit.is_some() {
             break;
         }
         let drain_deadline = drain_until.unwrap_or(deadline);
@@ -232,9 +247,10 @@ pub(crate) async fn supervise(
             _ = heartbeat.tick(), if exit.is_none() => {
                 engine.record_activity(sandbox_id).await;
             }
-            () = tokio::time::sleep_until(drain_deadline), if drain_until.is_some() && !eof => {
-                // Something still holds the pipe after the command ended: stop reading.
+            () = tokio::time::sleep_until(drain_deadline), if drain_until.is_some() && !(eof && server_output.is_none()) => {
+                // Something still holds a pipe after the command ended: stop reading.
                 output = None;
+                server_output = None;
                 process.kill();
             }
             read = read_some(output.as_mut(), &mut buffer, drain_pace), if !eof => match read {
@@ -253,6 +269,17 @@ pub(crate) async fn supervise(
                     collected.flush();
                 }
             },
+            read = read_some(server_output.as_mut(), &mut server_buffer, None), if server_output.is_some() => match read {
+                Ok(0) | Err(_) => server_output = None,
+                Ok(n) => {
+                    if let Some(server) = server.as_deref_mut() {
+                        for line in server_lines.push(&server_buffer[..n]) {
+                            server.line(line);
+                        }
+                        server.flush();
+                    }
+                }
+            },
             status = process.wait(), if exit.is_none() => {
                 exit = Some(status);
                 drain_until.get_or_insert(Instant::now() + DRAIN_GRACE);
@@ -265,6 +292,12 @@ pub(crate) async fn supervise(
     }
     if let Some(rest) = splitter.finish() {
         collected.line(rest);
+    }
+    if let Some(server) = server {
+        if let Some(rest) = server_lines.finish() {
+            server.line(rest);
+        }
+        server.finish();
     }
     if !tail.is_empty() {
         // Only updates the last line: the output is already capped.

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! In test mode (`--serve CMD`) it first starts CMD in the background with its output on
-//! `--server-output`, waits until it is ready (`--ready-port`, `--ready-path`,
+//! descriptor `--server-fd`, waits until it is ready (`--ready-port`, `--ready-path`,
 //! `--ready-timeout`), runs the command as the test runner, then stops the server.
 //!
 //! A separate, small binary (no argument-parsing framework, no async runtime) because it
@@ -31,7 +31,7 @@ struct Options {
     ready_port: Option<u16>,
     ready_path: Option<String>,
     ready_timeout: Option<u64>,
-    server_output: Option<PathBuf>,
+    server_fd: Option<i32>,
     command: Vec<OsString>,
 }
 
@@ -56,8 +56,9 @@ fn parse(mut args: impl Iterator<Item = OsString>) -> Result<Options, String> {
                 options.ready_timeout =
                     Some(secs.parse().map_err(|_| format!("bad timeout {secs}"))?);
             }
-            Some("--server-output") => {
-                options.server_output = Some(value(&mut args, "--server-output")?.into());
+            Some("--server-fd") => {
+                let fd = value(&mut args, "--server-fd")?;
+                options.server_fd = Some(fd.parse().map_err(|_| format!("bad descriptor {fd}"))?);
             }
             Some("--") => {
                 options.command = args.collect();
@@ -87,9 +88,7 @@ fn run(options: Options) -> Result<u8, String> {
         ready_port: options.ready_port,
         ready_path: options.ready_path,
         ready_timeout: Duration::from_secs(options.ready_timeout.unwrap_or(60)),
-        server_output: options
-            .server_output
-            .ok_or("--serve needs --server-output")?,
+        server_fd: options.server_fd.ok_or("--serve needs --server-fd")?,
     };
     petri_sandbox::run_test_plan(&plan, &options.command)
 }

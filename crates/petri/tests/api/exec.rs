@@ -258,15 +258,19 @@ async fn published_sdk_gets_json_shaped_output() {
         )
         .await;
     assert_eq!(raw.lines(), ["x"]);
-    // Test mode is a later feature: refused before streaming, not a silent wrong answer.
-    let (status, body) = server
-        .post_json(
-            &format!("/v1/sandboxes/{id}/exec"),
-            json!({"command": "true", "test": true}),
+    // `exec(test=True)` is test mode, in the same envelope: the runner's lines are the output.
+    let tested = server
+        .exec_body(
+            &id,
+            json!({"command": "exit 0", "test": true, "test_command": "echo runner says hi"}),
         )
         .await;
-    assert_eq!(
-        (status, body["code"].clone()),
-        (501, json!("not_implemented"))
-    );
+    let output: Vec<String> = tested
+        .events
+        .iter()
+        .filter(|e| e.name == "output")
+        .map(|e| e.data.clone())
+        .collect();
+    assert_eq!(output, [r#"{"type": "output", "data": "runner says hi"}"#]);
+    assert_eq!(tested.done()["test"]["runner"], "none", "{}", tested.raw);
 }
