@@ -273,3 +273,72 @@ async fn a_server_that_crashes_or_a_suite_that_hangs_ends_with_a_clear_error() {
         assert_eq!(status, 422, "{bad}: {body}");
     }
 }
+
+/// Runs `example` through test mode, then its failing variant; returns both `done`s.
+async fn passing_and_failing(
+    language: &str,
+    example_dir: &str,
+    command: &str,
+    failing_runner: &str,
+) -> (serde_json::Value, serde_json::Value) {
+    let server = TestServer::start().await;
+    let id = server
+        .create(serde_json::json!({"language": language, "memory_mb": 1024, "pids": 512}))
+        .await;
+    let (status, _) = server.upload_zip(&id, zip_dir(&example(example_dir))).await;
+    assert_eq!(status, 201);
+    let body = serde_json::json!({
+        "command": command, "test": true, "ready_path": "/health", "timeout": 600,
+    });
+    let passed = server.exec_body(&id, body.clone()).await;
+    assert_eq!(passed.done()["exit_code"], 0, "{}", passed.raw);
+    let mut failing = body;
+    failing["test_command"] = failing_runner.into();
+    let failed = server.exec_body(&id, failing).await;
+    assert_eq!(failed.done()["exit_code"], 1, "{}", failed.raw);
+    (passed.done(), failed.done())
+}
+
+#[tokio::test]
+async fn the_express_example_through_node_test() {
+    let (passed, failed) = passing_and_failing(
+        "node",
+        "node-express",
+        "node server.js",
+        "node --test failing/",
+    )
+    .await;
+    assert_eq!(
+        passed["test"],
+        serde_json::json!({"passed": 2, "failed": 0, "skipped": 0, "errors": 0, "runner": "node --test"})
+    );
+    assert_eq!(
+        (
+            failed["test"]["passed"].as_u64(),
+            failed["test"]["failed"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+}
+
+#[tokio::test]
+async fn the_go_example_through_go_test() {
+    let (passed, failed) = passing_and_failing(
+        "go",
+        "go-http",
+        "go run .",
+        "go test -v -tags failing ./...",
+    )
+    .await;
+    assert_eq!(
+        passed["test"],
+        serde_json::json!({"passed": 2, "failed": 0, "skipped": 0, "errors": 0, "runner": "go test"})
+    );
+    assert_eq!(
+        (
+            failed["test"]["passed"].as_u64(),
+            failed["test"]["failed"].as_u64()
+        ),
+        (Some(2), Some(1))
+    );
+}

@@ -1,0 +1,3 @@
+module example.com/petri-go-http
+
+go 1.21
