@@ -52,7 +52,10 @@ pub(crate) async fn exec(
     let format = match value.output_format.as_deref() {
         Some("raw") => OutputFormat::Raw,
         Some("json") => OutputFormat::Json,
-        None if raw.contains_key("test") => OutputFormat::Json,
+        // Exactly the SDK's shape: test mode's own options mean a client that reads raw lines.
+        None if raw.len() == 2 && raw.contains_key("test") && raw.contains_key("command") => {
+            OutputFormat::Json
+        }
         None => OutputFormat::Raw,
         Some(other) => {
             return Err(ApiError::validation(

@@ -46,7 +46,8 @@ pub(crate) fn plan(workspace: &Path, tools: &Toolbox) -> Result<Option<DepPlan>,
     let manifest = read_file(workspace, "pom.xml").unwrap_or_default();
     let command = format!(
         "mkdir -p /sandbox/.petri/java && printf '%s' '{}' > /sandbox/.petri/maven-settings.xml && cd /sandbox && \
-         mvn -B -ntp -s /sandbox/.petri/maven-settings.xml dependency:go-offline test-compile \
+         mvn -B -ntp -s /sandbox/.petri/maven-settings.xml dependency:go-offline test \
+         '-Dtest=*#petriResolvesTheTestRunnerOnly' -Dsurefire.failIfNoSpecifiedTests=false \
          dependency:build-classpath -Dmdep.outputFile=/sandbox/{CLASSPATH_FILE} \
          dependency:list -DoutputFile=/sandbox/{DEPENDENCY_LIST} -DexcludeTransitive=false",
         settings(tools)
@@ -121,7 +122,10 @@ mod tests {
         std::fs::write(ws.path().join("pom.xml"), pom).unwrap();
         let plan = plan(ws.path(), &Toolbox::default()).unwrap().unwrap();
         assert_eq!(plan.packages, ["org.apache.commons:commons-lang3"]);
-        assert!(plan.command.contains("dependency:go-offline test-compile"));
+        assert!(
+            plan.command
+                .contains("dependency:go-offline test '-Dtest=*#petriResolvesTheTestRunnerOnly'")
+        );
         assert!(plan.command.contains("<port>3128</port>"));
         assert!(
             plan.command

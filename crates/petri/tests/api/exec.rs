@@ -258,19 +258,26 @@ async fn published_sdk_gets_json_shaped_output() {
         )
         .await;
     assert_eq!(raw.lines(), ["x"]);
-    // `exec(test=True)` is test mode, in the same envelope: the runner's lines are the output.
+    // `exec(test=True)` (exactly the SDK's body) is test mode, in the same envelope: the
+    // runner's lines are the output (here pytest's absence: no test dependencies uploaded).
     let tested = server
+        .exec_body(&id, json!({"command": "exit 0", "test": true}))
+        .await;
+    let first = tested.events.iter().find(|e| e.name == "output").unwrap();
+    let envelope: serde_json::Value = serde_json::from_str(&first.data).unwrap();
+    assert_eq!(envelope["type"], "output", "{}", tested.raw);
+    assert!(
+        tested.raw.contains("No module named pytest"),
+        "{}",
+        tested.raw
+    );
+    assert_eq!(tested.done()["exit_code"], 1);
+    // With test mode's own options the client reads raw lines.
+    let raw_test = server
         .exec_body(
             &id,
             json!({"command": "exit 0", "test": true, "test_command": "echo runner says hi"}),
         )
         .await;
-    let output: Vec<String> = tested
-        .events
-        .iter()
-        .filter(|e| e.name == "output")
-        .map(|e| e.data.clone())
-        .collect();
-    assert_eq!(output, [r#"{"type": "output", "data": "runner says hi"}"#]);
-    assert_eq!(tested.done()["test"]["runner"], "none", "{}", tested.raw);
+    assert_eq!(raw_test.lines(), ["runner says hi"]);
 }

@@ -342,3 +342,25 @@ async fn the_go_example_through_go_test() {
         (Some(2), Some(1))
     );
 }
+
+#[tokio::test]
+async fn the_java_example_through_maven_and_junit() {
+    let (passed, failed) = passing_and_failing(
+        "java",
+        "java-httpserver",
+        "java -cp target/classes example.Server",
+        "mvn -B -o test -Dexcluded.groups=none -Dgroups=failing",
+    )
+    .await;
+    assert_eq!(
+        passed["test"],
+        serde_json::json!({"passed": 2, "failed": 0, "skipped": 0, "errors": 0, "runner": "maven"})
+    );
+    assert_eq!(
+        (
+            failed["test"]["passed"].as_u64(),
+            failed["test"]["failed"].as_u64()
+        ),
+        (Some(0), Some(1))
+    );
+}
