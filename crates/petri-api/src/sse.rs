@@ -1,8 +1,9 @@
 //! The exec stream, framed byte for byte as v0.11 did, plus keepalive comments.
 //!
 //! `event: output\ndata: <line>\n\n` per line (the line keeps its own `\n`), then exactly one
-//! `event: done\ndata: <json>\n\n`. Clients that sent the `test` key (the published Python SDK)
-//! get output data as `{"type": "output", "data": ...}`, the only shape that SDK can read.
+//! `event: done\ndata: <json>\n\n`. The published Python SDK (its body is exactly `{"command",
+//! "test"}`) gets output data as `{"type": "output", "data": ...}`, the only shape it can read.
+//! Dependency installs and test mode's server add `event: install` / `event: server` lines.
 
 use std::time::Duration;
 
