@@ -206,7 +206,7 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
             "killed: the sandbox was deleted during the dependency install".into()
         }
         Some(Stop::Shutdown) => "interrupted: the server is shutting down".into(),
-        None => match &collected.last_line {
+        None => match headline(&collected.text).or(collected.last_line.as_deref()) {
             Some(line) => format!("dependency install failed: {line}"),
             None => format!(
                 "dependency install failed with exit code {}",
@@ -246,4 +246,43 @@ async fn bill_of_materials(engine: &Engine, job: &ExecJob) -> Option<(String, St
         .trim_start_matches("urn:uuid:")
         .to_string();
     Some((id, document.to_string()))
+}
+
+/// The line that says what went wrong, for the build tools whose last line does not (Maven
+/// ends with links to its wiki, Gradle with advice about `--stacktrace`).
+fn headline(output: &str) -> Option<&str> {
+    let lines: Vec<&str> = output.lines().map(str::trim).collect();
+    if let Some(maven) = lines
+        .iter()
+        .find_map(|l| l.strip_prefix("[ERROR] Failed to execute goal "))
+    {
+        return Some(maven.trim_end_matches("-> [Help 1]").trim());
+    }
+    let gradle = lines.iter().position(|l| *l == "* What went wrong:")?;
+    lines[gradle + 1..].iter().copied().find(|l| !l.is_empty())
+}
+
+#[cfg(test)]
+mod headline_tests {
+    use super::headline;
+
+    #[test]
+    fn maven_and_gradle_failures_are_named_not_their_boilerplate() {
+        let maven = "[INFO] BUILD FAILURE\n[ERROR] Failed to execute goal org.apache.maven.plugins:maven-compiler-plugin:3.1:compile (default-compile) on project demo: Compilation failure -> [Help 1]\n[ERROR] \n[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/MojoFailureException\n";
+        assert_eq!(
+            headline(maven),
+            Some(
+                "org.apache.maven.plugins:maven-compiler-plugin:3.1:compile (default-compile) on project demo: Compilation failure"
+            )
+        );
+        let gradle = "FAILURE: Build failed with an exception.\n\n* What went wrong:\nCould not resolve all files for configuration ':compileClasspath'.\n\n* Try:\nRun with --stacktrace\n";
+        assert_eq!(
+            headline(gradle),
+            Some("Could not resolve all files for configuration ':compileClasspath'.")
+        );
+        assert_eq!(
+            headline("ERROR: No matching distribution found for nope\n"),
+            None
+        );
+    }
 }
