@@ -9,3 +9,5 @@ cargo build --release --locked -p petri
 python3 bench/exec_latency.py target/release/petri "$@"
 echo
 python3 bench/deps_install.py target/release/petri
+echo
+python3 bench/test_mode.py target/release/petri
