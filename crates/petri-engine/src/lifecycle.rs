@@ -63,6 +63,7 @@ impl Engine {
                     .map_err(EngineError::io(format!("cannot open up {}", dir.display())))?;
             }
         }
+        disks.keep_spares(config.default_limits.disk_bytes);
         let running = tokio::sync::Semaphore::new(config.max_running_execs.max(1));
         let engine = Arc::new(Self {
             workspaces: Workspaces::new(config.sandboxes_dir(), config.staging_dir(), disks),

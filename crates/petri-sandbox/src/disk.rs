@@ -9,6 +9,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::SandboxError;
 
@@ -31,7 +33,22 @@ pub enum DiskMode {
 pub struct DiskQuotas {
     images: PathBuf,
     mode: DiskMode,
+    spares: Arc<Spares>,
 }
+
+/// Images formatted ahead of time at the default size, so creating a sandbox only mounts
+/// one (`mkfs` takes about as long as the mount itself).
+#[derive(Debug, Default)]
+struct Spares {
+    ready: Mutex<Vec<PathBuf>>,
+    /// The size spares are made at; 0: no spares.
+    bytes: AtomicU64,
+    filling: AtomicBool,
+    made: AtomicU64,
+}
+
+/// How many formatted images wait for new sandboxes.
+const SPARES: usize = 2;
 
 fn disk_err(what: impl Into<String>) -> impl FnOnce(std::io::Error) -> SandboxError {
     let what = what.into();
@@ -65,6 +82,33 @@ pub fn is_mount_point(path: &Path) -> bool {
     own.dev() != parent.dev()
 }
 
+/// A sparse image of `bytes` at `image`, formatted ext4 with its root owned by `host_uid`.
+fn make_image(
+    dir: &Path,
+    image: &Path,
+    bytes: u64,
+    host_uid: Option<u32>,
+) -> Result<(), SandboxError> {
+    std::fs::create_dir_all(dir).map_err(disk_err("image directory"))?;
+    let file = std::fs::File::create_new(image).map_err(disk_err(image.display().to_string()))?;
+    file.set_len(bytes).map_err(disk_err("sizing the image"))?;
+    drop(file);
+    let owner = host_uid.unwrap_or(0);
+    let made = run(
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-m", "0", "-i", BYTES_PER_INODE, "-E"])
+            .arg(format!(
+                "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner={owner}:{owner}"
+            ))
+            .arg(image),
+        "mkfs.ext4",
+    );
+    if made.is_err() {
+        let _ = std::fs::remove_file(image);
+    }
+    made
+}
+
 impl DiskQuotas {
     pub fn unavailable(images: PathBuf, reason: &str) -> Self {
         Self {
@@ -72,6 +116,7 @@ impl DiskQuotas {
             mode: DiskMode::Unavailable {
                 reason: reason.into(),
             },
+            spares: Arc::default(),
         }
     }
 
@@ -84,6 +129,7 @@ impl DiskQuotas {
         let quotas = Self {
             images,
             mode: DiskMode::LoopExt4,
+            spares: Arc::default(),
         };
         let probe = || -> Result<(), SandboxError> {
             let mount_point = quotas.images.join("probe-mount");
@@ -107,7 +153,69 @@ impl DiskQuotas {
         self.images.join(format!("{id}.ext4"))
     }
 
-    /// Makes `mount_point` a fresh filesystem of `bytes`, its root owned by `host_uid`.
+    /// Keeps [`SPARES`] images of `bytes` formatted in the background from now on (images
+    /// left by an earlier run are discarded: one may be half made).
+    pub fn keep_spares(&self, bytes: u64) {
+        if self.mode != DiskMode::LoopExt4 {
+            return;
+        }
+        let _ = std::fs::remove_dir_all(self.spares_dir());
+        self.spares.bytes.store(bytes, Ordering::SeqCst);
+        self.refill();
+    }
+
+    /// Formats spares on a background thread until there are enough (one thread at a time).
+    fn refill(&self) {
+        let bytes = self.spares.bytes.load(Ordering::SeqCst);
+        if bytes == 0 || self.spares.filling.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let quotas = self.clone();
+        std::thread::spawn(move || {
+            loop {
+                let count = quotas
+                    .spares
+                    .ready
+                    .lock()
+                    .map(|r| r.len())
+                    .unwrap_or(SPARES);
+                if count >= SPARES {
+                    break;
+                }
+                let n = quotas.spares.made.fetch_add(1, Ordering::SeqCst);
+                let spare = quotas.spares_dir().join(format!("spare-{n}.ext4"));
+                match make_image(&quotas.spares_dir(), &spare, bytes, None) {
+                    Ok(()) => {
+                        if let Ok(mut ready) = quotas.spares.ready.lock() {
+                            ready.push(spare);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "cannot format a spare disk image");
+                        break;
+                    }
+                }
+            }
+            quotas.spares.filling.store(false, Ordering::SeqCst);
+        });
+    }
+
+    fn spares_dir(&self) -> PathBuf {
+        self.images.join("spares")
+    }
+
+    /// A formatted spare of exactly `bytes`, if one is waiting.
+    fn take_spare(&self, bytes: u64) -> Option<PathBuf> {
+        if self.spares.bytes.load(Ordering::SeqCst) != bytes {
+            return None;
+        }
+        let spare = self.spares.ready.lock().ok()?.pop();
+        self.refill();
+        spare
+    }
+
+    /// Makes `mount_point` a fresh filesystem of `bytes`, its root owned by `host_uid` (a
+    /// spare's root is root's: the caller hands the mounted root over).
     pub fn provision(
         &self,
         id: &str,
@@ -118,22 +226,13 @@ impl DiskQuotas {
         if self.mode != DiskMode::LoopExt4 {
             return Ok(());
         }
-        std::fs::create_dir_all(&self.images).map_err(disk_err("image directory"))?;
         let image = self.image(id);
-        let file =
-            std::fs::File::create_new(&image).map_err(disk_err(image.display().to_string()))?;
-        file.set_len(bytes).map_err(disk_err("sizing the image"))?;
-        drop(file);
-        let owner = host_uid.unwrap_or(0);
-        let made = run(
-            Command::new("mkfs.ext4")
-                .args(["-q", "-F", "-m", "0", "-i", BYTES_PER_INODE, "-E"])
-                .arg(format!(
-                    "lazy_itable_init=1,lazy_journal_init=1,nodiscard,root_owner={owner}:{owner}"
-                ))
-                .arg(&image),
-            "mkfs.ext4",
-        )
+        let made = match self.take_spare(bytes) {
+            Some(spare) => {
+                std::fs::rename(&spare, &image).map_err(disk_err("taking a spare image"))
+            }
+            None => make_image(&self.images, &image, bytes, host_uid),
+        }
         .and_then(|()| self.mount(id, mount_point));
         if let Err(e) = made {
             let _ = std::fs::remove_file(&image);

@@ -63,11 +63,14 @@ async fn a_disk_outlives_a_crash_and_is_freed_on_delete() {
     assert_eq!(server.delete(&format!("/v1/sandboxes/{id}")).await, 204);
     assert!(!petri_is_mounted(&workspace) && !workspace.exists());
     let disks = workspace.parent().unwrap().parent().unwrap().join("disks");
-    assert_eq!(
-        std::fs::read_dir(disks).unwrap().count(),
-        0,
-        "the image is gone"
-    );
+    // Only the spares formatted ahead of time for new sandboxes remain.
+    let images: Vec<_> = std::fs::read_dir(disks)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "spares")
+        .collect();
+    assert!(images.is_empty(), "the image is gone: {images:?}");
 }
 
 fn petri_is_mounted(path: &std::path::Path) -> bool {
@@ -75,4 +78,54 @@ fn petri_is_mounted(path: &std::path::Path) -> bool {
     table
         .lines()
         .any(|line| line.split(' ').nth(4) == Some(path.to_str().unwrap()))
+}
+
+#[tokio::test]
+async fn new_sandboxes_take_a_disk_formatted_ahead_of_time() {
+    let server = TestServer::start_with(&[("PETRI_DISK_MB", "96")]).await;
+    let probe = server.sandbox().await;
+    let spares = server
+        .workspace(&probe)
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("disks/spares");
+    let count = || std::fs::read_dir(&spares).map_or(0, |d| d.count());
+    assert!(
+        eventually(std::time::Duration::from_secs(10), async || count() == 2).await,
+        "two spares wait for new sandboxes"
+    );
+    let names = || -> std::collections::BTreeSet<String> {
+        std::fs::read_dir(&spares)
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let before = names();
+    let id = server.sandbox().await;
+    // The spare became this sandbox's own disk: its size, handed over to the sandbox.
+    let df = server
+        .exec(
+            &id,
+            "df -k --output=size . | tail -1; touch mine && echo ok",
+        )
+        .await;
+    let output = df.done()["output"].as_str().unwrap().to_string();
+    let kib: u64 = output.lines().next().unwrap().trim().parse().unwrap();
+    assert!((70_000..100_000).contains(&kib), "a 96 MiB disk: {output}");
+    assert!(output.ends_with("ok\n"), "{output}");
+    // Spares are numbered as they are made: a new name means one was taken and replaced.
+    assert!(
+        eventually(std::time::Duration::from_secs(10), async || {
+            let now = names();
+            now.len() == 2 && now != before
+        })
+        .await,
+        "the taken spare is replaced: {before:?} then {:?}",
+        names()
+    );
 }
