@@ -40,6 +40,7 @@ impl Engine {
             config.logs_dir(),
             config.staging_dir(),
             config.root.join("cache"),
+            config.root.join("disks"),
             config.runtime_dir(),
         ] {
             private_dir(&dir)?;

@@ -7,6 +7,7 @@
 //! loop devices) quotas are unavailable: each process's files are capped by `RLIMIT_FSIZE`
 //! instead and `/health` says the disk limit is degraded.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -82,6 +83,14 @@ pub fn is_mount_point(path: &Path) -> bool {
     own.dev() != parent.dev()
 }
 
+/// Creates `dir` (and its parents) for the server alone.
+fn private_dir(dir: &Path) -> Result<(), SandboxError> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).map_err(disk_err("image directory"))?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        .map_err(disk_err("image directory mode"))
+}
+
 /// A sparse image of `bytes` at `image`, formatted ext4 with its root owned by `host_uid`.
 fn make_image(
     dir: &Path,
@@ -89,8 +98,14 @@ fn make_image(
     bytes: u64,
     host_uid: Option<u32>,
 ) -> Result<(), SandboxError> {
-    std::fs::create_dir_all(dir).map_err(disk_err("image directory"))?;
-    let file = std::fs::File::create_new(image).map_err(disk_err(image.display().to_string()))?;
+    private_dir(dir)?;
+    // An image is a whole workspace: readable by the server alone.
+    let file = std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(image)
+        .map_err(disk_err(image.display().to_string()))?;
     file.set_len(bytes).map_err(disk_err("sizing the image"))?;
     drop(file);
     let owner = host_uid.unwrap_or(0);
@@ -132,6 +147,7 @@ impl DiskQuotas {
             spares: Arc::default(),
         };
         let probe = || -> Result<(), SandboxError> {
+            private_dir(&quotas.images)?;
             let mount_point = quotas.images.join("probe-mount");
             std::fs::create_dir_all(&mount_point).map_err(disk_err("probe directory"))?;
             quotas.release("probe", &mount_point)?;

@@ -75,6 +75,12 @@ async fn each_sandbox_runs_as_its_own_host_uid_and_owns_only_its_workspace() {
         format!("cat {}/registry.db", root.display()),
         format!("ls {}/logs", root.display()),
         format!("touch {}/sandboxes/planted", root.display()),
+        // Each disk image is a whole workspace.
+        format!("ls {}/disks", root.display()),
+        format!(
+            "head -c 4096 {}/disks/{second}.ext4 > /dev/null",
+            root.display()
+        ),
     ] {
         let out = as_escaped(uid, &target);
         assert!(
