@@ -30,6 +30,9 @@ pub struct AppState {
     pub listen: String,
     /// `Host` names `/mcp` answers besides loopback ones (DNS-rebinding protection).
     pub mcp_allowed_hosts: Vec<String>,
+    /// Cancelled when the server stops: ends MCP sessions, whose streams would otherwise
+    /// hold the graceful shutdown open.
+    pub shutdown: tokio_util::sync::CancellationToken,
 }
 
 /// Largest JSON body accepted (commands are capped at 128 KiB by the engine).
@@ -83,7 +86,11 @@ pub fn router(state: AppState) -> Router {
         .merge(uploads)
         .nest_service(
             "/mcp",
-            mcp::service(state.engine.clone(), &state.mcp_allowed_hosts),
+            mcp::service(
+                state.engine.clone(),
+                &state.mcp_allowed_hosts,
+                state.shutdown.clone(),
+            ),
         )
         .fallback(|| async { ApiError::not_found() })
         .method_not_allowed_fallback(|| async {

@@ -26,9 +26,11 @@ const READ_LIMIT: u64 = 256 * 1024;
 pub(crate) fn service(
     engine: Arc<Engine>,
     extra_hosts: &[String],
+    shutdown: tokio_util::sync::CancellationToken,
 ) -> StreamableHttpService<PetriMcp, LocalSessionManager> {
     let mut config = StreamableHttpServerConfig::default();
     config.allowed_hosts.extend(extra_hosts.iter().cloned());
+    config.cancellation_token = shutdown;
     StreamableHttpService::new(
         move || Ok(PetriMcp::new(engine.clone())),
         Arc::default(),

@@ -278,7 +278,9 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             keepalive: Duration::from_secs(args.keepalive_seconds.max(1)),
             listen: listen.to_string(),
             mcp_allowed_hosts: args.mcp_allowed_hosts.clone(),
+            shutdown: tokio_util::sync::CancellationToken::new(),
         };
+        let stop_sessions = state.shutdown.clone();
         let shutdown_engine = engine.clone();
         // Exec streams are many small writes; without TCP_NODELAY each waits on the peer's
         // delayed ACK (~40 ms) and "streaming" would not be.
@@ -290,6 +292,7 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
         let serve = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
             shutdown_signal().await;
             tracing::info!("shutting down: stopping running execs");
+            stop_sessions.cancel();
             // Kill running execs first so their streams can end with `done`.
             tokio::spawn(async move { shutdown_engine.shutdown().await });
         });

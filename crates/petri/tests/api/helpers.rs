@@ -242,6 +242,26 @@ impl TestServer {
         child.wait().unwrap()
     }
 
+    /// Sends SIGTERM and waits up to `limit` for the exit; past it the server is killed and
+    /// `None` returned (a test fails instead of hanging).
+    pub fn terminate_within(&mut self, limit: Duration) -> Option<std::process::ExitStatus> {
+        let mut child = self.child.take().unwrap();
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let deadline = std::time::Instant::now() + limit;
+        while std::time::Instant::now() < deadline {
+            if let Some(status) = child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        None
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.url, path)
     }

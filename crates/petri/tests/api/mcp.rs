@@ -37,3 +37,42 @@ async fn mcp_answers_on_loopback_and_refuses_foreign_hosts() {
     assert_eq!(initialize(&named, Some("petri.internal")).await.0, 200);
     assert!((400..500).contains(&initialize(&named, Some("attacker.example")).await.0));
 }
+
+/// An agent's open session stream (the GET /mcp event stream) must not hold the server's
+/// graceful shutdown open.
+#[tokio::test]
+async fn an_open_mcp_session_does_not_keep_the_server_from_stopping() {
+    let mut server = TestServer::start().await;
+    let initialized = server
+        .client
+        .post(server.url("/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(INITIALIZE)
+        .send()
+        .await
+        .unwrap();
+    let session = initialized
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .unwrap()
+        .to_string();
+    drop(initialized);
+    let stream = server
+        .client
+        .get(server.url("/mcp"))
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status().as_u16(), 200);
+    let status = server.terminate_within(std::time::Duration::from_secs(10));
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "the server did not stop within 10 s with a session open: {status:?}"
+    );
+    drop(stream);
+}
