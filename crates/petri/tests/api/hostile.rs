@@ -6,7 +6,6 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -16,56 +15,6 @@ use crate::helpers::*;
 // ---------------------------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------------------------
-
-/// A name no other test (or earlier run) uses, for files that must never appear on the host.
-fn unique(tag: &str) -> String {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "petri-hostile-{tag}-{}-{nanos}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    )
-}
-
-/// Every path below `dir` with its kind and size, never following symlinks: a snapshot to
-/// prove an attack changed nothing.
-fn tree(dir: &Path) -> Vec<(String, &'static str, u64)> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, &'static str, u64)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let rel = path
-                .strip_prefix(base)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let kind = if meta.file_type().is_symlink() {
-                "symlink"
-            } else if meta.is_dir() {
-                "dir"
-            } else if meta.is_file() {
-                "file"
-            } else {
-                "other"
-            };
-            out.push((rel, kind, if kind == "file" { meta.len() } else { 0 }));
-            if kind == "dir" {
-                walk(base, &path, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
 
 /// Paths below `dir` (symlinks not followed) whose file name contains `needle`.
 fn find_named(dir: &Path, needle: &str) -> Vec<String> {

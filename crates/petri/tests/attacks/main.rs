@@ -38,27 +38,11 @@ mod sysfs;
 mod unshare;
 mod write_outside_workspace;
 
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use crate::helpers::*;
-
-/// A name no other test (or earlier run) uses: for markers that must never appear on the host.
-pub(crate) fn unique(tag: &str) -> String {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "petri-attack-{tag}-{}-{nanos}-{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    )
-}
 
 /// What the bystander keeps in its workspace: must survive every attack byte for byte.
 fn bystander_file(id: &str) -> String {
@@ -172,41 +156,6 @@ pub(crate) fn server_memory_kib(server: &TestServer, field: &str) -> u64 {
         .and_then(|rest| rest.split_whitespace().next())
         .and_then(|kib| kib.parse().ok())
         .unwrap_or_else(|| panic!("no {field} in {status}"))
-}
-
-/// Every path below `dir` with its kind and size, never following symlinks.
-pub(crate) fn tree(dir: &Path) -> Vec<(String, &'static str, u64)> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, &'static str, u64)>) {
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            let rel = path
-                .strip_prefix(base)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            let kind = if meta.file_type().is_symlink() {
-                "symlink"
-            } else if meta.is_dir() {
-                "dir"
-            } else if meta.is_file() {
-                "file"
-            } else {
-                "other"
-            };
-            out.push((rel, kind, if kind == "file" { meta.len() } else { 0 }));
-            if kind == "dir" {
-                walk(base, &path, out);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
 }
 
 /// Asserts an error answer: status and stable `code`.
