@@ -36,12 +36,15 @@ fn host_dir(server: &TestServer) -> PathBuf {
 }
 
 /// The test's temp dir minus what the server legitimately rewrites on its own (the SQLite
-/// registry and run logs): everything else must be left alone by a refused request.
+/// registry, run logs, and the spare disk pool it refills in the background after a create):
+/// everything else must be left alone by a refused request.
 fn host_snapshot(server: &TestServer) -> Vec<(String, &'static str, u64)> {
     tree(&host_dir(server))
         .into_iter()
         .filter(|(path, _, _)| {
-            !path.starts_with("state/registry.db") && !path.starts_with("state/logs")
+            !path.starts_with("state/registry.db")
+                && !path.starts_with("state/logs")
+                && !path.starts_with("state/disks/spares/")
         })
         .collect()
 }
