@@ -90,6 +90,14 @@ impl From<EngineError> for ApiError {
             }
             EngineError::SbomNotFound { .. } => Self::new(S::NOT_FOUND, "sbom_not_found", message),
             EngineError::OutputEvicted { .. } => Self::new(S::GONE, "output_evicted", message),
+            EngineError::ProcessNotFound { .. } => {
+                Self::new(S::NOT_FOUND, "process_not_found", message)
+            }
+            EngineError::ProcessEnded { .. } => Self::new(S::CONFLICT, "process_ended", message),
+            EngineError::TooManyProcesses { .. } => {
+                Self::new(S::TOO_MANY_REQUESTS, "too_many_processes", message)
+            }
+            EngineError::PortClosed { .. } => Self::new(S::BAD_GATEWAY, "port_closed", message),
             EngineError::ShuttingDown => {
                 Self::new(S::SERVICE_UNAVAILABLE, "shutting_down", message)
             }

@@ -33,6 +33,8 @@ pub struct EngineConfig {
     pub max_limits: Limits,
     /// Execs allowed to wait behind a running one in the same sandbox.
     pub exec_queue_max: usize,
+    /// Background processes one sandbox may have running at once.
+    pub background_max: usize,
     /// Execs running at once across all sandboxes; more wait their turn (streaming keepalives),
     /// so a burst of sandboxes cannot commit more memory than the host has.
     pub max_running_execs: usize,
@@ -72,6 +74,7 @@ impl EngineConfig {
                 disk_bytes: 10 << 30,
             },
             exec_queue_max: 8,
+            background_max: 8,
             max_running_execs: 32,
             install_timeout: Duration::from_secs(600),
             toolbox: petri_deps::Toolbox::default(),

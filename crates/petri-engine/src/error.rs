@@ -30,6 +30,14 @@ pub enum EngineError {
     OutputEvicted { id: String },
     #[error("run {id} installed no dependencies, so it has no bill of materials")]
     SbomNotFound { id: String },
+    #[error("no background process {id} in this sandbox")]
+    ProcessNotFound { id: String },
+    #[error("background process {id} is not running any more")]
+    ProcessEnded { id: String },
+    #[error("sandbox {id} already runs {max} background processes (PETRI_BACKGROUND_MAX); stop one first")]
+    TooManyProcesses { id: String, max: usize },
+    #[error("nothing listens on port {port} in sandbox {id}")]
+    PortClosed { id: String, port: u16 },
     #[error("the server is shutting down")]
     ShuttingDown,
     #[error("registry error: {0}")]

@@ -12,6 +12,7 @@ mod ids;
 mod language;
 mod lifecycle;
 mod logs;
+mod processes;
 mod slots;
 mod workspace;
 
@@ -30,6 +31,7 @@ pub use exec::{
     DoneInfo, ExecEvent, ExecRequest, ExecStream, InstallSummary, TestRequest, TestSummary,
 };
 pub use language::SUPPORTED_LANGUAGES;
+pub use processes::ProcessView;
 pub use petri_deps::Toolbox;
 pub use petri_egress::{
     Allowlist, DEFAULT_ALLOWLIST as DEFAULT_EGRESS_ALLOWLIST, EgressProxy, GO_MIRROR_PROXY,
@@ -503,17 +505,16 @@ impl Engine {
             .map_err(|e| EngineError::Task(e.to_string()))?
     }
 
-    /// Starts a command. Errors come back before any output; afterwards the stream always
-    /// ends with one `done`, and the command runs to completion even if the stream is dropped.
-    pub async fn exec(
-        self: &Arc<Self>,
-        id: &str,
-        request: ExecRequest,
-    ) -> Result<ExecStream, EngineError> {
+    /// Checks a command before anything runs; returns the timeout it gets (`None`: the
+    /// request asked for none and `default` is `None`).
+    fn validate_exec(
+        &self,
+        request: &ExecRequest,
+        default: Option<std::time::Duration>,
+    ) -> Result<Option<std::time::Duration>, EngineError> {
         if self.shutdown.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
-        let sandbox = self.live_record(id).await?;
         if request.command.trim().is_empty() {
             return Err(invalid("command", "must not be empty"));
         }
@@ -527,16 +528,27 @@ impl Engine {
             validate_test(test)?;
         }
         let max = self.config.exec_timeout_max.as_secs();
-        let timeout = match request.timeout_seconds {
-            None => self.config.exec_timeout_default,
-            Some(secs) if (1..=max).contains(&secs) => std::time::Duration::from_secs(secs),
-            Some(_) => {
-                return Err(invalid(
-                    "timeout",
-                    format!("must be between 1 and {max} seconds"),
-                ));
+        match request.timeout_seconds {
+            None => Ok(default),
+            Some(secs) if (1..=max).contains(&secs) => {
+                Ok(Some(std::time::Duration::from_secs(secs)))
             }
-        };
+            Some(_) => Err(invalid(
+                "timeout",
+                format!("must be between 1 and {max} seconds"),
+            )),
+        }
+    }
+
+    /// Starts a command. Errors come back before any output; afterwards the stream always
+    /// ends with one `done`, and the command runs to completion even if the stream is dropped.
+    pub async fn exec(
+        self: &Arc<Self>,
+        id: &str,
+        request: ExecRequest,
+    ) -> Result<ExecStream, EngineError> {
+        let timeout = self.validate_exec(&request, Some(self.config.exec_timeout_default))?;
+        let sandbox = self.live_record(id).await?;
         let slot = self.slots.get_or_create(id);
         let queued = slot.waiting.load(std::sync::atomic::Ordering::SeqCst);
         if queued >= self.config.exec_queue_max {
@@ -547,14 +559,16 @@ impl Engine {
         }
         let (events, stream) = tokio::sync::mpsc::unbounded_channel();
         let job = ExecJob {
+            run_id: ids::new_run_id(),
             sandbox,
             command: request.command,
             test: request.test,
             timeout,
             slot,
             events,
+            background: None,
         };
-        self.tasks.spawn(run_exec(self.clone(), job));
+        self.tasks.spawn(run_exec(self.clone(), job, None));
         Ok(stream)
     }
 

@@ -157,7 +157,7 @@ impl Engine {
             slot.doomed.cancel();
             // Let the exec tasks record their `killed` outcome before the disk goes.
             for _ in 0..200 {
-                if !slot.busy() {
+                if slot.settled() {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(10)).await;

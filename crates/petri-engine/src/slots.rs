@@ -11,6 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::exec::BackgroundHandle;
+
 /// Queue and kill switch of one sandbox.
 #[derive(Debug, Default)]
 pub(crate) struct Slot {
@@ -19,11 +21,26 @@ pub(crate) struct Slot {
     pub running: AtomicUsize,
     /// Cancelled when the sandbox is deleted or expires: kills what runs and what waits.
     pub doomed: CancellationToken,
+    /// Background processes still running, by run id.
+    background: std::sync::Mutex<HashMap<String, Arc<BackgroundHandle>>>,
 }
 
 impl Slot {
+    /// An exec runs or waits. Background processes do not count: they do not keep an idle
+    /// sandbox from expiring.
     pub fn busy(&self) -> bool {
         self.waiting.load(Ordering::SeqCst) + self.running.load(Ordering::SeqCst) > 0
+    }
+
+    /// Nothing of the sandbox runs any more, background processes included.
+    pub fn settled(&self) -> bool {
+        !self.busy() && self.background_processes().is_empty()
+    }
+
+    pub fn background_processes(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Arc<BackgroundHandle>>> {
+        self.background.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 

@@ -7,6 +7,7 @@
 
 use std::ffi::OsString;
 use std::fs;
+use std::net::TcpStream;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -14,9 +15,9 @@ use std::process::Stdio;
 use rustix::process::Resource;
 
 use crate::cgroup::{Cgroups, OomWatch};
-use crate::net::{listener_channel, receive_listener};
+use crate::net::{SandboxNetworks, channel, receive_listener};
 use crate::seccomp::SeccompPrograms;
-use crate::sys::{ChildSetup, ProxyNetwork, install};
+use crate::sys::{ChildSetup, FreshNamespaces, NetworkSetup, install};
 use crate::{
     Backend, BackendInfo, ExecSpec, INIT_IN_SANDBOX, Network, Process, SANDBOX_MOUNT, SandboxError,
     SandboxSpec, WRITABLE,
@@ -90,6 +91,8 @@ pub struct BwrapBackend {
     seccomp: SeccompPrograms,
     /// Generated `/etc` files (`passwd`, `group`, `hosts`): sandbox path and content.
     etc_files: Vec<(String, Vec<u8>)>,
+    /// Each sandbox's own network namespace, shared by its execs.
+    networks: SandboxNetworks,
 }
 
 fn runtime_err(path: &Path) -> impl FnOnce(std::io::Error) -> SandboxError + '_ {
@@ -144,6 +147,7 @@ impl BwrapBackend {
             version,
             base_args,
             etc_files,
+            networks: SandboxNetworks::default(),
         };
         backend.smoke_test().map_err(unavailable)?;
         Ok(backend)
@@ -178,7 +182,7 @@ impl BwrapBackend {
     /// (unprivileged user namespaces allowed): dependency installs need it. Tried for real.
     pub fn supports_registry_network(&self) -> bool {
         let probe = || -> Result<bool, SandboxError> {
-            let (ours, childs) = listener_channel()?;
+            let (ours, childs) = channel()?;
             let mut command = std::process::Command::new(&self.config.binary);
             command.arg("--share-net");
             let inherit = self
@@ -193,7 +197,11 @@ impl BwrapBackend {
                 &mut command,
                 ChildSetup {
                     inherit,
-                    network: Some(ProxyNetwork::new(0, childs, None)),
+                    network: Some(NetworkSetup::Proxy {
+                        fresh: FreshNamespaces::new(None),
+                        port: 0,
+                        channel: childs,
+                    }),
                     ..ChildSetup::default()
                 },
             );
@@ -446,8 +454,21 @@ impl Backend for BwrapBackend {
                 .iter()
                 .flat_map(|(k, v)| ["--setenv".into(), k.into(), v.into()]),
         );
+        let mut channel_to_child = None;
         let network = match exec.network {
-            Network::None => None,
+            // User code joins the sandbox's own network (loopback only), shared by its execs
+            // so background servers are reachable; where that cannot be made, each exec
+            // keeps the private one bubblewrap creates.
+            Network::None => match self.networks.get_or_create(sandbox) {
+                Ok(namespaces) => {
+                    setup.push("--share-net".into());
+                    Some(NetworkSetup::Join(namespaces))
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, sandbox_id = sandbox.id, "no shared sandbox network; this exec gets a private one");
+                    None
+                }
+            },
             Network::RegistryProxy { port } => {
                 let proxy = format!("http://127.0.0.1:{port}");
                 for key in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"] {
@@ -455,15 +476,14 @@ impl Backend for BwrapBackend {
                 }
                 // Keep the namespace the child prepares instead of a fresh, empty one.
                 setup.push("--share-net".into());
-                Some((port, listener_channel()?))
+                let (ours, childs) = channel()?;
+                channel_to_child = Some(ours);
+                Some(NetworkSetup::Proxy {
+                    fresh: FreshNamespaces::new(sandbox.host_uid),
+                    port,
+                    channel: childs,
+                })
             }
-        };
-        let (network, channel) = match network {
-            Some((port, (ours, childs))) => (
-                Some(ProxyNetwork::new(port, childs, sandbox.host_uid)),
-                Some(ours),
-            ),
-            None => (None, None),
         };
         let mut inherit = Vec::new();
         for program in &self.seccomp.programs {
@@ -518,7 +538,10 @@ impl Backend for BwrapBackend {
         let mut command = tokio::process::Command::from(command);
         command.kill_on_drop(true);
         let child = command.spawn().map_err(spawn_err)?;
-        let proxy_listener = channel.as_ref().map(receive_listener).transpose()?;
+        let proxy_listener = channel_to_child
+            .as_ref()
+            .map(receive_listener)
+            .transpose()?;
         // Dropping the command closes our copies of the write end, so the reader sees EOF
         // once the sandbox's processes are gone.
         drop(command);
@@ -537,7 +560,12 @@ impl Backend for BwrapBackend {
         ))
     }
 
+    fn connect(&self, sandbox: &SandboxSpec, port: u16) -> Result<TcpStream, SandboxError> {
+        self.networks.connect(sandbox, port)
+    }
+
     fn destroy(&self, sandbox_id: &str) -> Result<(), SandboxError> {
+        self.networks.remove(sandbox_id);
         self.config.cgroups.destroy(sandbox_id)
     }
 }

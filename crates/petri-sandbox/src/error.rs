@@ -29,6 +29,10 @@ pub enum SandboxError {
         what: String,
         source: std::io::Error,
     },
+    #[error("nothing listens on port {port} in sandbox {sandbox_id}")]
+    PortClosed { sandbox_id: String, port: u16 },
+    #[error("cannot signal the sandbox process: {0}")]
+    Signal(std::io::Error),
     #[error("waiting for sandbox process failed: {0}")]
     Wait(std::io::Error),
 }

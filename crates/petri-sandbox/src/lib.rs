@@ -1,7 +1,8 @@
 //! The isolation layer.
 //!
-//! A sandbox is a workspace directory plus limits; every exec is a fresh process tree in new
-//! user, pid, mount, ipc, uts, cgroup and network namespaces. [`Backend`] is the seam where a
+//! A sandbox is a workspace directory plus limits plus its own loopback-only network; every
+//! exec is a fresh process tree in new user, pid, mount, ipc, uts and cgroup namespaces that
+//! joins the sandbox's network namespace. [`Backend`] is the seam where a
 //! microVM or gVisor backend can be added; [`BwrapBackend`] drives bubblewrap.
 //!
 //! This is the only crate allowed `unsafe`, and all of it lives in `sys.rs`.
@@ -17,6 +18,7 @@ mod seccomp;
 mod sys;
 mod testmode;
 
+use std::net::TcpStream;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -122,6 +124,9 @@ pub trait Backend: Send + Sync + std::fmt::Debug {
     /// Starts `exec` inside `sandbox`. Must be called from an async task (not a blocking
     /// thread): the child is tied to the lifetime of the spawning thread.
     fn spawn(&self, sandbox: &SandboxSpec, exec: &ExecSpec) -> Result<Process, SandboxError>;
+    /// Connects to `127.0.0.1:port` inside the sandbox's network (port preview). The socket
+    /// is non-blocking and may still be completing. Blocks for a fork: call off the runtime.
+    fn connect(&self, sandbox: &SandboxSpec, port: u16) -> Result<TcpStream, SandboxError>;
     /// Kills every process of the sandbox and releases its kernel resources (cgroups).
     /// The workspace directory is the caller's business.
     fn destroy(&self, sandbox_id: &str) -> Result<(), SandboxError>;

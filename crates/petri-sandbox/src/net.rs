@@ -1,22 +1,32 @@
-//! The "registries" network profile: the exec's own network namespace whose only way out is a
-//! listener on `127.0.0.1:<port>` created inside it (by the child itself, see
-//! `sys::ProxyNetwork`), which the server serves from the host's namespace. No veth, no
-//! routes, no resolver, and no privilege needed.
+//! Network namespaces, made without privilege by a forked child that enters new user and
+//! network namespaces (mapping only its own uid) and hands the server what it needs over a
+//! socket pair:
+//! - the "registries" profile of installs: a namespace of the exec's own whose only way out is
+//!   a listener on `127.0.0.1:<port>` created inside it, which the server serves from the
+//!   host's namespace (no veth, no routes, no resolver);
+//! - the sandbox's network: one namespace per sandbox, loopback only, that every exec of the
+//!   sandbox joins, so a background server is reachable from later execs and from the port
+//!   preview, and never from another sandbox. The server holds descriptors of the namespaces,
+//!   which keeps them alive without a process; dropping them (sandbox deleted) frees them.
 
+use std::collections::HashMap;
 use std::io::IoSliceMut;
 use std::mem::MaybeUninit;
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
 
 use rustix::net::{
     AddressFamily, RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SocketFlags, SocketType,
     recvmsg, socketpair,
 };
 
-use crate::SandboxError;
+use crate::sys::{ChildSetup, FreshNamespaces, Namespaces, NetworkSetup, install};
+use crate::{SandboxError, SandboxSpec};
 
-/// The two ends of the channel the child sends its listener over.
-pub(crate) fn listener_channel() -> Result<(OwnedFd, OwnedFd), SandboxError> {
+/// The two ends of the channel a child sends descriptors over.
+pub(crate) fn channel() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     socketpair(
         AddressFamily::UNIX,
         SocketType::DGRAM,
@@ -26,10 +36,10 @@ pub(crate) fn listener_channel() -> Result<(OwnedFd, OwnedFd), SandboxError> {
     .map_err(|e| SandboxError::Network(e.into()))
 }
 
-/// Receives the listener the child sent (it is already queued once spawn has returned).
-pub(crate) fn receive_listener(channel: &OwnedFd) -> Result<TcpListener, SandboxError> {
+/// Receives the descriptors the child sent (already queued once it has exited or exec'd).
+fn receive_fds(channel: &OwnedFd) -> Result<Vec<OwnedFd>, SandboxError> {
     let mut byte = [0u8; 1];
-    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut control = RecvAncillaryBuffer::new(&mut space);
     recvmsg(
         channel,
@@ -38,14 +48,114 @@ pub(crate) fn receive_listener(channel: &OwnedFd) -> Result<TcpListener, Sandbox
         RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC,
     )
     .map_err(|e| SandboxError::Network(e.into()))?;
-    let fd = control
+    Ok(control
         .drain()
-        .find_map(|message| match message {
-            RecvAncillaryMessage::ScmRights(mut fds) => fds.next(),
+        .filter_map(|message| match message {
+            RecvAncillaryMessage::ScmRights(fds) => Some(fds.collect::<Vec<_>>()),
             _ => None,
         })
+        .flatten()
+        .collect())
+}
+
+/// Receives the proxy listener the child sent (it is already queued once spawn has returned).
+pub(crate) fn receive_listener(channel: &OwnedFd) -> Result<TcpListener, SandboxError> {
+    receive_fds(channel)?
+        .into_iter()
+        .next()
+        .map(TcpListener::from)
         .ok_or_else(|| {
             SandboxError::Network(std::io::Error::other("the sandbox sent no listener"))
-        })?;
-    Ok(TcpListener::from(fd))
+        })
+}
+
+/// Runs a short-lived child (`/bin/true` after its setup) and waits for it.
+fn run_helper(setup: ChildSetup) -> std::io::Result<()> {
+    let mut command = std::process::Command::new("/bin/true");
+    command
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    install(&mut command, setup);
+    let status = command.status()?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!("network helper: {status}")))
+    }
+}
+
+/// The network namespace of each sandbox, made at its first exec.
+#[derive(Debug, Default)]
+pub(crate) struct SandboxNetworks(Mutex<HashMap<String, Arc<Namespaces>>>);
+
+impl SandboxNetworks {
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Namespaces>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The sandbox's network, made now if it has none yet.
+    pub fn get_or_create(&self, sandbox: &SandboxSpec) -> Result<Arc<Namespaces>, SandboxError> {
+        let mut map = self.map();
+        if let Some(namespaces) = map.get(&sandbox.id) {
+            return Ok(namespaces.clone());
+        }
+        let (ours, childs) = channel()?;
+        run_helper(ChildSetup {
+            network: Some(NetworkSetup::Export {
+                fresh: FreshNamespaces::new(sandbox.host_uid),
+                channel: childs,
+            }),
+            host_uid: sandbox.host_uid,
+            ..ChildSetup::default()
+        })
+        .map_err(SandboxError::Network)?;
+        let mut fds = receive_fds(&ours)?.into_iter();
+        let (Some(user), Some(net)) = (fds.next(), fds.next()) else {
+            return Err(SandboxError::Network(std::io::Error::other(
+                "the namespace helper sent no descriptors",
+            )));
+        };
+        let namespaces = Arc::new(Namespaces { user, net });
+        map.insert(sandbox.id.clone(), namespaces.clone());
+        Ok(namespaces)
+    }
+
+    /// A connection to `127.0.0.1:port` inside the sandbox's network; it may still be
+    /// completing (the socket is non-blocking).
+    pub fn connect(&self, sandbox: &SandboxSpec, port: u16) -> Result<TcpStream, SandboxError> {
+        let closed = || SandboxError::PortClosed {
+            sandbox_id: sandbox.id.clone(),
+            port,
+        };
+        // No namespace yet means no exec has run since the server started: nothing listens.
+        let namespaces = self.map().get(&sandbox.id).cloned().ok_or_else(closed)?;
+        let (ours, childs) = channel()?;
+        let helper = run_helper(ChildSetup {
+            network: Some(NetworkSetup::Connect {
+                namespaces,
+                port,
+                channel: childs,
+            }),
+            host_uid: sandbox.host_uid,
+            ..ChildSetup::default()
+        });
+        match helper {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(closed()),
+            Err(e) => return Err(SandboxError::Network(e)),
+        }
+        receive_fds(&ours)?
+            .into_iter()
+            .next()
+            .map(TcpStream::from)
+            .ok_or_else(|| {
+                SandboxError::Network(std::io::Error::other("the connect helper sent no socket"))
+            })
+    }
+
+    pub fn remove(&self, sandbox_id: &str) {
+        self.map().remove(sandbox_id);
+    }
 }

@@ -80,9 +80,38 @@ impl Process {
         })
     }
 
+    /// Sends `signal` to the command's process group, as a terminal's Ctrl-C reaches a job:
+    /// the shell running the command and everything it started that did not leave the group.
+    /// (bubblewrap's own process, our child, forwards nothing; its child, the namespace's
+    /// reaper, leads the group the command runs in.)
+    pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
+        let gone = || SandboxError::Signal(std::io::Error::from(std::io::ErrorKind::NotFound));
+        let signal = rustix::process::Signal::from_named_raw(signal).ok_or_else(|| {
+            SandboxError::Signal(std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        })?;
+        let root = self.child.id().ok_or_else(gone)?;
+        let group = process_group_below(root).ok_or_else(gone)?;
+        let group = rustix::process::Pid::from_raw(group).ok_or_else(gone)?;
+        rustix::process::kill_process_group(group, signal)
+            .map_err(|e| SandboxError::Signal(e.into()))
+    }
+
     /// Kills the whole tree: SIGKILL to the sandbox's supervisor tears down its pid namespace,
     /// taking daemonised and `setsid` children with it.
     pub fn kill(&mut self) {
         let _ = self.child.start_kill();
     }
+}
+
+/// The process group of the first child of `parent` (read from `/proc`, which needs no
+/// kernel option, unlike `/proc/<pid>/task/<tid>/children`).
+fn process_group_below(parent: u32) -> Option<i32> {
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+        entry.file_name().to_str()?.parse::<u32>().ok()?;
+        let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+        // The command name (field 2) may hold spaces and parentheses: fields after the last ')'.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let (ppid, pgrp) = (fields.get(1)?.parse::<u32>().ok()?, fields.get(2)?.parse().ok()?);
+        (ppid == parent).then_some(pgrp)
+    })
 }

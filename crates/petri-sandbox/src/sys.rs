@@ -7,7 +7,8 @@ use std::ffi::CString;
 use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::sync::Arc;
 use std::os::unix::process::CommandExt;
 
 use rustix::io::{FdFlags, fcntl_setfd, write};
@@ -27,43 +28,86 @@ pub(crate) struct ChildSetup {
     pub rlimits: Vec<(Resource, u64)>,
     /// Descriptors bubblewrap must inherit (they are opened close-on-exec).
     pub inherit: Vec<OwnedFd>,
-    /// Give the child its own network namespace with a proxy listener (see [`ProxyNetwork`]).
-    pub network: Option<ProxyNetwork>,
+    /// Which network namespace the child ends up in (default: the one bubblewrap makes).
+    pub network: Option<NetworkSetup>,
     /// Become this host uid and gid (no supplementary groups) before anything else runs.
     pub host_uid: Option<u32>,
 }
 
-/// The registry network, prepared by the child itself so no privilege is needed: it enters
-/// new user and network namespaces (mapping only its own uid, which any user may do), brings
-/// loopback up, listens on `127.0.0.1:port` there, and hands the listener to the server over
-/// `channel`. bubblewrap then keeps this namespace (`--share-net`).
+/// The network namespace work a child does before it execs. Everything is prepared in the
+/// parent, so the child only makes system calls on memory allocated before the fork.
 #[derive(Debug)]
-pub(crate) struct ProxyNetwork {
-    pub port: u16,
-    pub channel: OwnedFd,
+pub(crate) enum NetworkSetup {
+    /// New user and network namespaces with a listener on `127.0.0.1:port`, sent to the
+    /// server over `channel` (the registry network of installs; see `net.rs`).
+    Proxy {
+        fresh: FreshNamespaces,
+        port: u16,
+        channel: OwnedFd,
+    },
+    /// New user and network namespaces whose descriptors are sent to the server over
+    /// `channel`: the sandbox's own network, which its execs then join.
+    Export {
+        fresh: FreshNamespaces,
+        channel: OwnedFd,
+    },
+    /// Join a sandbox's network (its user namespace first, which grants the right to).
+    Join(Arc<Namespaces>),
+    /// Join a sandbox's network, connect to `127.0.0.1:port` there and send the socket to the
+    /// server over `channel` (port preview).
+    Connect {
+        namespaces: Arc<Namespaces>,
+        port: u16,
+        channel: OwnedFd,
+    },
+}
+
+/// A sandbox's network: descriptors of its user namespace and of the network namespace that
+/// user namespace owns. Holding them keeps both alive without any process.
+#[derive(Debug)]
+pub(crate) struct Namespaces {
+    pub user: OwnedFd,
+    pub net: OwnedFd,
+}
+
+impl Namespaces {
+    fn join(&self) -> std::io::Result<()> {
+        use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
+        move_into_link_name_space(self.user.as_fd(), Some(LinkNameSpaceType::User))?;
+        move_into_link_name_space(self.net.as_fd(), Some(LinkNameSpaceType::Network))?;
+        Ok(())
+    }
+}
+
+/// New user and network namespaces, prepared by the child itself so no privilege is needed:
+/// it maps only its own uid (which any user may do) and brings loopback up.
+#[derive(Debug)]
+pub(crate) struct FreshNamespaces {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     setgroups_path: CString,
     uid_map_path: CString,
     gid_map_path: CString,
+    user_ns_path: CString,
+    net_ns_path: CString,
 }
 
-impl ProxyNetwork {
+impl FreshNamespaces {
     /// Everything the child will need, allocated now (in the parent). `host_uid` is the uid
     /// and gid the child will have switched to, if any.
-    pub fn new(port: u16, channel: OwnedFd, host_uid: Option<u32>) -> Self {
+    pub fn new(host_uid: Option<u32>) -> Self {
         let path =
             |name: &str| CString::new(format!("/proc/self/{name}")).expect("no NUL in a literal");
         let uid = host_uid.unwrap_or_else(|| rustix::process::getuid().as_raw());
         let gid = host_uid.unwrap_or_else(|| rustix::process::getgid().as_raw());
         Self {
-            port,
-            channel,
             uid_map: format!("0 {uid} 1\n").into_bytes(),
             gid_map: format!("0 {gid} 1\n").into_bytes(),
             setgroups_path: path("setgroups"),
             uid_map_path: path("uid_map"),
             gid_map_path: path("gid_map"),
+            user_ns_path: path("ns/user"),
+            net_ns_path: path("ns/net"),
         }
     }
 
@@ -77,25 +121,75 @@ impl ProxyNetwork {
         write_file(&self.setgroups_path, b"deny")?;
         write_file(&self.uid_map_path, &self.uid_map)?;
         write_file(&self.gid_map_path, &self.gid_map)?;
-        loopback_up()?;
-        let listener = socket(AddressFamily::INET, SocketType::STREAM, None)?;
-        bind(
-            &listener,
-            &SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port),
-        )?;
-        listen(&listener, 128)?;
-        let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
-        let mut control = SendAncillaryBuffer::new(&mut space);
-        let fds = [listener.as_fd()];
-        control.push(SendAncillaryMessage::ScmRights(&fds));
-        sendmsg(
-            &self.channel,
-            &[IoSlice::new(b"L")],
-            &mut control,
-            SendFlags::empty(),
-        )?;
-        Ok(())
+        loopback_up()
     }
+
+    /// Runs in the child, after [`FreshNamespaces::enter`]: sends descriptors of the new
+    /// namespaces over `channel`.
+    fn export(&self, channel: &OwnedFd) -> std::io::Result<()> {
+        use rustix::fs::{Mode, OFlags, open};
+        let flags = OFlags::RDONLY | OFlags::CLOEXEC;
+        let user = open(self.user_ns_path.as_c_str(), flags, Mode::empty())?;
+        let net = open(self.net_ns_path.as_c_str(), flags, Mode::empty())?;
+        send_fds(channel, &[user.as_fd(), net.as_fd()])
+    }
+}
+
+impl NetworkSetup {
+    /// Runs in the child, after it switched to the sandbox's uid.
+    fn apply(&self) -> std::io::Result<()> {
+        match self {
+            NetworkSetup::Proxy {
+                fresh,
+                port,
+                channel,
+            } => {
+                fresh.enter()?;
+                let listener = socket(AddressFamily::INET, SocketType::STREAM, None)?;
+                bind(&listener, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, *port))?;
+                listen(&listener, 128)?;
+                send_fds(channel, &[listener.as_fd()])
+            }
+            NetworkSetup::Export { fresh, channel } => {
+                fresh.enter()?;
+                fresh.export(channel)
+            }
+            NetworkSetup::Join(namespaces) => namespaces.join(),
+            NetworkSetup::Connect {
+                namespaces,
+                port,
+                channel,
+            } => {
+                namespaces.join()?;
+                // Non-blocking: a listener with a full backlog must not hold the child (and
+                // the server's request) for the kernel's SYN retries; the server waits for
+                // the connection to complete, with its own deadline.
+                let stream = rustix::net::socket_with(
+                    AddressFamily::INET,
+                    SocketType::STREAM,
+                    rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC,
+                    None,
+                )?;
+                match rustix::net::connect(&stream, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, *port))
+                {
+                    Ok(()) | Err(rustix::io::Errno::INPROGRESS) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                send_fds(channel, &[stream.as_fd()])
+            }
+        }
+    }
+}
+
+/// Sends `fds` with a one-byte message. Async-signal-safe: the control buffer is on the stack.
+fn send_fds(channel: &OwnedFd, fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {
+    let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !control.push(SendAncillaryMessage::ScmRights(fds)) {
+        return Err(std::io::Error::other("too many descriptors for one message"));
+    }
+    sendmsg(channel, &[IoSlice::new(b"F")], &mut control, SendFlags::empty())?;
+    Ok(())
 }
 
 fn write_file(path: &CString, content: &[u8]) -> std::io::Result<()> {
@@ -163,13 +257,13 @@ pub(crate) fn install(command: &mut std::process::Command, setup: ChildSetup) {
             become_user(uid)?;
         }
         if let Some(network) = &network {
-            network.enter()?;
+            network.apply()?;
         }
         Ok(())
     };
     // SAFETY: `pre_exec` closures run in the child after fork. This one only performs
     // close_range, write, setrlimit, fcntl, setgroups, setresgid, setresuid, prctl, unshare,
-    // open, socket, ioctl, bind, listen and sendmsg on descriptors and buffers allocated before the fork (or on the stack); it
+    // setns, open, socket, ioctl, bind, listen, connect and sendmsg on descriptors and buffers allocated before the fork (or on the stack); it
     // allocates nothing, takes no locks and touches no state shared with other threads.
     unsafe {
         command.pre_exec(child_setup);

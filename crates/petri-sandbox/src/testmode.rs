@@ -92,13 +92,18 @@ enum Readiness {
     TimedOut,
 }
 
-fn wait_ready(server: &mut Child, plan: &TestPlan) -> Readiness {
+/// `already` are ports that listened before the server started (the sandbox's background
+/// processes share its network): without an explicit port, only a new one means ready.
+fn wait_ready(server: &mut Child, plan: &TestPlan, already: &[u16]) -> Readiness {
     let deadline = Instant::now() + plan.ready_timeout;
     loop {
         let listening = listening_ports();
-        let candidates = match plan.ready_port {
+        let candidates: Vec<u16> = match plan.ready_port {
             Some(port) => listening.into_iter().filter(|p| *p == port).collect(),
-            None => listening,
+            None => listening
+                .into_iter()
+                .filter(|p| !already.contains(p))
+                .collect(),
         };
         let ready = match &plan.ready_path {
             None => candidates.first().copied(),
@@ -143,6 +148,7 @@ pub fn run(plan: &TestPlan, tests: &[OsString]) -> Result<u8, String> {
         )
     })?);
     let mut note = log.try_clone().map_err(|e| e.to_string())?;
+    let already = listening_ports();
     let started = Instant::now();
     let mut server = Command::new("/bin/sh")
         .args(["-c", &plan.serve])
@@ -152,7 +158,7 @@ pub fn run(plan: &TestPlan, tests: &[OsString]) -> Result<u8, String> {
         .process_group(0)
         .spawn()
         .map_err(|e| format!("cannot start the server: {e}"))?;
-    match wait_ready(&mut server, plan) {
+    match wait_ready(&mut server, plan, &already) {
         Readiness::Ready(port) => {
             let at = port.map_or(String::new(), |p| format!(" on port {p}"));
             let _ = writeln!(

@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0004_host_uids.sql"),
     include_str!("../migrations/0005_disk_quotas.sql"),
     include_str!("../migrations/0006_test_summaries.sql"),
+    include_str!("../migrations/0007_background_runs.sql"),
 ];
 
 /// A handle on the registry database. Cheap to share behind an `Arc`; every call is short and

@@ -131,6 +131,8 @@ pub struct NewRun {
     pub command: String,
     pub started_at: String,
     pub timeout_seconds: u64,
+    /// Started detached (a background process).
+    pub background: bool,
 }
 
 /// How a run ended.
@@ -164,6 +166,7 @@ pub struct RunRecord {
     pub output_truncated: bool,
     pub output_evicted: bool,
     pub test_summary: Option<String>,
+    pub background: bool,
 }
 
 /// The v0.11 metrics, computed in SQL.

@@ -6,7 +6,7 @@ use crate::{NewRun, RunOutcome, RunRecord, RunStatus, Store, StoreError};
 
 const COLUMNS: &str = "id, sandbox_id, command, status, started_at, completed_at, duration_ms, \
                        exit_code, error, timeout_seconds, output_bytes, output_truncated, output_evicted, \
-                       test_summary";
+                       test_summary, background";
 
 fn from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, String)> {
     Ok((
@@ -25,6 +25,7 @@ fn from_row(row: &Row<'_>) -> rusqlite::Result<(RunRecord, String)> {
             output_truncated: row.get(11)?,
             output_evicted: row.get(12)?,
             test_summary: row.get(13)?,
+            background: row.get(14)?,
         },
         row.get(3)?,
     ))
@@ -39,14 +40,15 @@ impl Store {
     /// Records a run as `running`, before its command starts.
     pub fn insert_run(&self, run: &NewRun) -> Result<(), StoreError> {
         self.conn().execute(
-            "INSERT INTO runs (id, sandbox_id, command, status, started_at, timeout_seconds) \
-             VALUES (?1, ?2, ?3, 'running', ?4, ?5)",
+            "INSERT INTO runs (id, sandbox_id, command, status, started_at, timeout_seconds, \
+             background) VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6)",
             params![
                 run.id,
                 run.sandbox_id,
                 run.command,
                 run.started_at,
-                run.timeout_seconds
+                run.timeout_seconds,
+                run.background
             ],
         )?;
         Ok(())
@@ -84,6 +86,18 @@ impl Store {
     pub fn list_runs(&self, sandbox_id: &str) -> Result<Vec<RunRecord>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM runs WHERE sandbox_id = ?1 ORDER BY started_at DESC, rowid DESC"
+        );
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&sql)?;
+        let rows = stmt.query_map([sandbox_id], from_row)?;
+        rows.map(|row| finish(row?)).collect()
+    }
+
+    /// Background processes of one sandbox, newest first.
+    pub fn list_background_runs(&self, sandbox_id: &str) -> Result<Vec<RunRecord>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM runs WHERE sandbox_id = ?1 AND background = 1 \
+             ORDER BY started_at DESC, rowid DESC"
         );
         let conn = self.conn();
         let mut stmt = conn.prepare(&sql)?;

@@ -58,6 +58,7 @@ fn run(id: &str, sandbox_id: &str, started_at: &str) -> NewRun {
         command: "python main.py".into(),
         started_at: started_at.into(),
         timeout_seconds: 30,
+        background: false,
     }
 }
 
@@ -379,4 +380,26 @@ fn installs_and_egress_are_recorded() {
     };
     store.record_egress(&event).unwrap();
     assert_eq!(store.egress_of_run("run_2").unwrap(), vec![event]);
+}
+
+#[test]
+fn background_runs_are_listed_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("db")).unwrap();
+    store
+        .insert_sandbox(&sandbox("s1", None, "2026-01-01T00:00:00.000000Z"))
+        .unwrap();
+    store.insert_run(&run("r1", "s1", "2026-01-01T00:00:01Z")).unwrap();
+    store
+        .insert_run(&NewRun {
+            background: true,
+            ..run("r2", "s1", "2026-01-01T00:00:02Z")
+        })
+        .unwrap();
+    let background = store.list_background_runs("s1").unwrap();
+    assert_eq!(background.len(), 1);
+    assert_eq!(background[0].id, "r2");
+    assert!(background[0].background);
+    assert!(!store.run("r1").unwrap().unwrap().background);
+    assert_eq!(store.list_runs("s1").unwrap().len(), 2);
 }

@@ -77,6 +77,9 @@ pub struct ServeArgs {
     /// Execs that may wait behind a running one in the same sandbox.
     #[arg(long, env = "PETRI_EXEC_QUEUE_MAX", default_value_t = 8)]
     pub exec_queue_max: usize,
+    /// Background processes one sandbox may run at once.
+    #[arg(long, env = "PETRI_BACKGROUND_MAX", default_value_t = 8)]
+    pub background_max: usize,
     /// Execs running at once across all sandboxes (more wait their turn).
     #[arg(long, env = "PETRI_MAX_RUNNING_EXECS", default_value_t = 32)]
     pub max_running_execs: usize,
@@ -190,6 +193,7 @@ impl ServeArgs {
         };
         config.exec_queue_max = self.exec_queue_max;
         config.max_running_execs = self.max_running_execs;
+        config.background_max = self.background_max.max(1);
         config.install_timeout = Duration::from_secs(self.install_timeout_seconds.max(1));
         // Switching a sandbox to its own uid needs root, and a state directory whose parents
         // other users may traverse (bubblewrap then runs as that uid); otherwise sandboxes

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::ExecEvent;
 use super::runner::ExecJob;
-use super::supervise::{Collected, Stop, Supervised, supervise};
+use super::supervise::{Collected, Stop, Supervised, Watch, supervise};
 use crate::Engine;
 use crate::ids::{format_time, now};
 use petri_store::InstallRecord;
@@ -161,7 +161,7 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
         process,
         &mut collected,
         None,
-        timeout,
+        Watch::deadline(timeout),
     )
     .await;
     if let Some(serving) = serving {
@@ -206,6 +206,7 @@ pub(crate) async fn prepare(engine: &Arc<Engine>, job: &ExecJob, run_id: &str) -
             "killed: the sandbox was deleted during the dependency install".into()
         }
         Some(Stop::Shutdown) => "interrupted: the server is shutting down".into(),
+        Some(Stop::Killed) => "killed: stopped through the API".into(),
         None => match headline(&collected.text).or(collected.last_line.as_deref()) {
             Some(line) => format!("dependency install failed: {line}"),
             None => format!(

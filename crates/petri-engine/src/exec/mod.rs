@@ -1,5 +1,6 @@
 //! Exec: the event stream a client sees, and the task that runs one command.
 
+mod background;
 mod install;
 mod lines;
 mod runner;
@@ -10,7 +11,11 @@ use petri_store::RunStatus;
 use serde::Serialize;
 
 pub use install::InstallSummary;
-pub(crate) use runner::{ExecJob, run_exec};
+pub(crate) use background::{
+    BackgroundHandle, Control, SIGKILL, parse_signal, signal_names, tail_log,
+};
+pub(crate) use runner::{ExecJob, new_run, run_exec};
+pub(crate) use supervise::EXIT_KILLED;
 pub use tests_summary::TestSummary;
 
 /// One event of an exec stream. Every stream ends with exactly one [`ExecEvent::Done`].

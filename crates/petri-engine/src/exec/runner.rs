@@ -7,13 +7,16 @@ use std::time::Duration;
 
 use petri_sandbox::{EXIT_SETUP_FAILED, ExecSpec, Network, TestSetup};
 use petri_store::{NewRun, RunOutcome, RunStatus, SandboxRecord};
-use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 use super::install::{InstallStep, InstallSummary, prepare};
-use super::supervise::{Collected, EXIT_KILLED, EXIT_NOT_STARTED, Stop, Supervised, supervise};
+use super::background::{BackgroundHandle, Control};
+use super::supervise::{
+    Collected, EXIT_KILLED, EXIT_NOT_STARTED, Stop, Supervised, Watch, supervise,
+};
 use super::{DoneInfo, ExecEvent};
 use crate::Engine;
-use crate::ids::{format_time, new_run_id, now};
+use crate::ids::{format_time, now};
 use crate::slots::{CountGuard, Slot};
 
 /// Seconds a server under test gets to become ready, unless the request says otherwise.
@@ -22,13 +25,25 @@ const DEFAULT_READY_TIMEOUT: u64 = 60;
 /// Everything one exec task needs.
 #[derive(Debug)]
 pub(crate) struct ExecJob {
+    pub run_id: String,
     pub sandbox: SandboxRecord,
     pub command: String,
     pub test: Option<super::TestRequest>,
-    pub timeout: Duration,
+    /// `None`: no limit (background processes live as long as their sandbox).
+    pub timeout: Option<Duration>,
     pub slot: Arc<Slot>,
     pub events: UnboundedSender<ExecEvent>,
+    /// Set for a background process: its run is recorded before the task starts, it gives
+    /// the sandbox's turn back once dependencies are installed, and it takes orders.
+    pub background: Option<Arc<BackgroundHandle>>,
 }
+
+/// The sandbox's turn (and a server-wide running permit) held by an exec.
+type Turn<'a> = (
+    tokio::sync::MutexGuard<'a, ()>,
+    Result<tokio::sync::SemaphorePermit<'a>, tokio::sync::AcquireError>,
+    CountGuard<'a>,
+);
 
 impl Stop {
     fn status(self) -> RunStatus {
@@ -36,11 +51,16 @@ impl Stop {
             Stop::TimedOut => RunStatus::TimedOut,
             Stop::SandboxGone => RunStatus::Killed,
             Stop::Shutdown => RunStatus::Interrupted,
+            Stop::Killed => RunStatus::Killed,
         }
     }
 }
 
-pub(crate) async fn run_exec(engine: Arc<Engine>, job: ExecJob) {
+pub(crate) async fn run_exec(
+    engine: Arc<Engine>,
+    job: ExecJob,
+    mut control: Option<UnboundedReceiver<Control>>,
+) {
     let slot = job.slot.clone();
     let waiting = CountGuard::enter(&slot.waiting);
     // First this sandbox's turn, then a server-wide running permit; both waits stream
@@ -48,7 +68,7 @@ pub(crate) async fn run_exec(engine: Arc<Engine>, job: ExecJob) {
     let turn = async {
         let guard = slot.queue.lock().await;
         let permit = engine.running.acquire().await;
-        (guard, permit)
+        (guard, permit, CountGuard::enter(&slot.running))
     };
     let turn = tokio::select! {
         turn = turn => Ok(turn),
@@ -56,22 +76,27 @@ pub(crate) async fn run_exec(engine: Arc<Engine>, job: ExecJob) {
         () = engine.shutdown.cancelled() => Err(Stop::Shutdown),
     };
     drop(waiting);
-    let _running = CountGuard::enter(&slot.running);
     let done = match turn {
-        Ok(_turn) if !slot.doomed.is_cancelled() => execute(&engine, &job).await,
+        Ok(turn) if !slot.doomed.is_cancelled() => {
+            execute(&engine, &job, turn, control.as_mut()).await
+        }
         Ok(_turn) => record_unstarted(&engine, &job, Stop::SandboxGone).await,
         Err(stop) => record_unstarted(&engine, &job, stop).await,
     };
     let _ = job.events.send(ExecEvent::Done(Box::new(done)));
+    if let Some(handle) = &job.background {
+        handle.finish(&slot, &job.run_id);
+    }
 }
 
-fn new_run(job: &ExecJob, run_id: &str, at: &str) -> NewRun {
+pub(crate) fn new_run(job: &ExecJob, at: &str) -> NewRun {
     NewRun {
-        id: run_id.to_string(),
+        id: job.run_id.clone(),
         sandbox_id: job.sandbox.id.clone(),
         command: job.command.clone(),
         started_at: at.to_string(),
-        timeout_seconds: job.timeout.as_secs(),
+        timeout_seconds: job.timeout.map_or(0, |t| t.as_secs()),
+        background: job.background.is_some(),
     }
 }
 
@@ -82,9 +107,10 @@ async fn record_unstarted(engine: &Engine, job: &ExecJob, stop: Stop) -> DoneInf
         Stop::SandboxGone => "killed: the sandbox was deleted before the command started",
         _ => "interrupted: the server shut down before the command started",
     };
-    let run_id = new_run_id();
+    let run_id = job.run_id.clone();
     let at = format_time(now());
-    let run = new_run(job, &run_id, &at);
+    // A background process's run was recorded when it was asked for.
+    let run = job.background.is_none().then(|| new_run(job, &at));
     let outcome = RunOutcome {
         status: stop.status(),
         completed_at: at,
@@ -98,7 +124,9 @@ async fn record_unstarted(engine: &Engine, job: &ExecJob, stop: Stop) -> DoneInf
     let id = run_id.clone();
     let recorded = engine
         .db(move |store| {
-            store.insert_run(&run)?;
+            if let Some(run) = run {
+                store.insert_run(&run)?;
+            }
             store.complete_run(&id, &outcome)
         })
         .await;
@@ -108,16 +136,26 @@ async fn record_unstarted(engine: &Engine, job: &ExecJob, stop: Stop) -> DoneInf
     DoneInfo::failed(run_id, EXIT_KILLED, stop.status(), error.to_string())
 }
 
-async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
+async fn execute(
+    engine: &Arc<Engine>,
+    job: &ExecJob,
+    turn: Turn<'_>,
+    control: Option<&mut UnboundedReceiver<Control>>,
+) -> DoneInfo {
     let sandbox_id = job.sandbox.id.clone();
-    let run_id = new_run_id();
+    let run_id = job.run_id.clone();
     let started = now();
-    let run = new_run(job, &run_id, &format_time(started));
+    let run = job
+        .background
+        .is_none()
+        .then(|| new_run(job, &format_time(started)));
     let ttl = engine.ttl_from(started);
     let (touch_id, touch_now) = (sandbox_id.clone(), format_time(started));
     let recorded = engine
         .db(move |store| {
-            store.insert_run(&run)?;
+            if let Some(run) = run {
+                store.insert_run(&run)?;
+            }
             store.touch_sandbox(&touch_id, &touch_now, &ttl, true)
         })
         .await;
@@ -152,6 +190,11 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
         }
     };
 
+    if job.background.is_some() {
+        // Dependencies are in place: a background process must not hold the sandbox's
+        // turn (later execs would wait for it forever) nor a running permit.
+        drop(turn);
+    }
     let spec = engine.sandbox_spec(&job.sandbox);
     let workspace = engine.workspaces.path(&job.sandbox.id);
     let (command, test) = match &job.test {
@@ -198,7 +241,8 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
         test,
     };
     let log = engine.logs.create(&run_id).ok();
-    let mut collected = Collected::program(engine.config.output_max_bytes, log, job.events.clone());
+    let mut collected = Collected::program(engine.config.output_max_bytes, log, job.events.clone())
+        .with_progress(job.background.as_ref().map(|h| h.progress.clone()));
     let mut server = job.test.as_ref().map(|_| {
         let log = engine.logs.create_server(&run_id).ok();
         Collected::server(log, job.events.clone())
@@ -212,6 +256,11 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
                 sandbox_id,
                 "exec started"
             );
+            let watch = Watch {
+                timeout: job.timeout,
+                renew_ttl: job.background.is_none(),
+                control,
+            };
             supervise(
                 engine,
                 &job.slot,
@@ -219,7 +268,7 @@ async fn execute(engine: &Arc<Engine>, job: &ExecJob) -> DoneInfo {
                 process,
                 &mut collected,
                 server.as_mut(),
-                job.timeout,
+                watch,
             )
             .await
         }
@@ -312,8 +361,12 @@ fn describe(
     }
     match outcome.stop {
         Some(Stop::TimedOut) => {
-            let error = format!("timed out after {} seconds", job.timeout.as_secs());
+            let secs = job.timeout.map_or(0, |t| t.as_secs());
+            let error = format!("timed out after {secs} seconds");
             return (RunStatus::TimedOut, Some(error));
+        }
+        Some(stop @ Stop::Killed) => {
+            return (stop.status(), Some("killed: stopped through the API".into()));
         }
         Some(stop @ Stop::SandboxGone) => {
             return (

@@ -6,10 +6,14 @@ use std::time::Duration;
 
 use petri_sandbox::Process;
 use tokio::io::AsyncReadExt;
-use tokio::sync::mpsc::UnboundedSender;
+use std::sync::Arc;
+
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::ExecEvent;
+use super::background::{Control, Progress};
 use super::lines::LineSplitter;
 use crate::Engine;
 use crate::slots::Slot;
@@ -32,6 +36,31 @@ pub(crate) enum Stop {
     TimedOut,
     SandboxGone,
     Shutdown,
+    /// A client asked for it (a background process killed through the API).
+    Killed,
+}
+
+/// How a process is watched besides its output.
+#[derive(Debug)]
+pub(crate) struct Watch<'a> {
+    /// Killed past this; `None`: only deletion, expiry or shutdown end it.
+    pub timeout: Option<Duration>,
+    /// Keep the sandbox's expiry ahead of now while it runs (foreground execs do; background
+    /// processes do not, so an idle sandbox still expires and takes them with it).
+    pub renew_ttl: bool,
+    /// Orders for a background process.
+    pub control: Option<&'a mut UnboundedReceiver<Control>>,
+}
+
+impl Watch<'_> {
+    /// A foreground step with a deadline (installs).
+    pub fn deadline(timeout: Duration) -> Self {
+        Self {
+            timeout: Some(timeout),
+            renew_ttl: true,
+            control: None,
+        }
+    }
 }
 
 /// Where collected lines go.
@@ -56,6 +85,9 @@ pub(crate) struct Collected {
     pub last_line: Option<String>,
     log: Option<std::io::BufWriter<std::fs::File>>,
     events: UnboundedSender<ExecEvent>,
+    /// Told how many bytes are logged after each flush (readers following a background
+    /// process's output).
+    progress: Option<Arc<watch::Sender<Progress>>>,
 }
 
 impl Collected {
@@ -73,7 +105,13 @@ impl Collected {
             last_line: None,
             log: log.map(std::io::BufWriter::new),
             events,
+            progress: None,
         }
+    }
+
+    pub fn with_progress(mut self, progress: Option<Arc<watch::Sender<Progress>>>) -> Self {
+        self.progress = progress;
+        self
     }
 
     pub fn install(events: UnboundedSender<ExecEvent>) -> Self {
@@ -98,6 +136,10 @@ impl Collected {
             && log.flush().is_err()
         {
             self.log = None;
+        }
+        if let Some(progress) = &self.progress {
+            let logged = self.bytes;
+            progress.send_modify(|p| p.logged = logged);
         }
     }
 
@@ -197,8 +239,8 @@ impl Supervised {
     }
 }
 
-/// Runs `process` to its end (or kills it at `timeout`, on sandbox deletion or shutdown),
-/// feeding its output to `collected`.
+/// Runs `process` to its end (or kills it at its timeout, on request, on sandbox deletion or
+/// shutdown), feeding its output to `collected`.
 pub(crate) async fn supervise(
     engine: &Engine,
     slot: &Slot,
@@ -206,8 +248,13 @@ pub(crate) async fn supervise(
     mut process: Process,
     collected: &mut Collected,
     mut server: Option<&mut Collected>,
-    timeout: Duration,
+    watch: Watch<'_>,
 ) -> Supervised {
+    let Watch {
+        timeout,
+        renew_ttl,
+        mut control,
+    } = watch;
     let mut output = process.take_output();
     let mut server_output = process.take_server_output();
     let mut server_lines = LineSplitter::new(MAX_LINE_BYTES);
@@ -221,7 +268,7 @@ pub(crate) async fn supervise(
     // ...and read at a bounded pace: a program printing past the cap slows down (its writes
     // block on a full pipe) instead of costing the server a core until its timeout.
     let mut drain_pace: Option<Instant> = None;
-    let deadline = Instant::now() + timeout;
+    let deadline = timeout.map(|t| Instant::now() + t);
     let mut drain_until: Option<Instant> = None;
     // A running exec is activity: keep the sandbox's expiry ahead of now while it runs.
     let mut heartbeat =
@@ -233,18 +280,26 @@ pub(crate) async fn supervise(
         if eof && server_output.is_none() && exit.is_some() {
             break;
         }
-        let drain_deadline = drain_until.unwrap_or(deadline);
+        let drain_deadline = drain_until.unwrap_or_else(Instant::now);
         tokio::select! {
-            () = tokio::time::sleep_until(deadline), if stop.is_none() && exit.is_none() => {
+            () = sleep_until(deadline), if stop.is_none() && exit.is_none() => {
                 stop = Some(Stop::TimedOut);
             }
+            order = next_order(control.as_deref_mut()), if stop.is_none() && exit.is_none() => match order {
+                Some(Control::Kill) => stop = Some(Stop::Killed),
+                Some(Control::Signal { signal, reply }) => {
+                    let _ = reply.send(process.signal(signal).map_err(|e| e.to_string()));
+                }
+                // Nobody can give orders any more: stop listening.
+                None => control = None,
+            },
             () = slot.doomed.cancelled(), if stop.is_none() && exit.is_none() => {
                 stop = Some(Stop::SandboxGone);
             }
             () = engine.shutdown.cancelled(), if stop.is_none() && exit.is_none() => {
                 stop = Some(Stop::Shutdown);
             }
-            _ = heartbeat.tick(), if exit.is_none() => {
+            _ = heartbeat.tick(), if renew_ttl && exit.is_none() => {
                 engine.record_activity(sandbox_id).await;
             }
             () = tokio::time::sleep_until(drain_deadline), if drain_until.is_some() && !(eof && server_output.is_none()) => {
@@ -336,6 +391,22 @@ fn keep_tail(tail: &mut Vec<u8>, chunk: &[u8]) {
     tail.extend_from_slice(chunk);
     if tail.len() > MAX_LINE_BYTES {
         tail.drain(..tail.len() - MAX_LINE_BYTES);
+    }
+}
+
+/// Sleeps until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next order for a background process; pending forever for other execs.
+async fn next_order(control: Option<&mut UnboundedReceiver<Control>>) -> Option<Control> {
+    match control {
+        Some(control) => control.recv().await,
+        None => std::future::pending().await,
     }
 }
 
