@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use petri_engine::Engine;
 
 pub use error::ApiError;
@@ -72,6 +72,28 @@ pub fn router(state: AppState) -> Router {
             get(routes::files::download).delete(routes::files::delete),
         )
         .route("/v1/sandboxes/{id}/exec", post(routes::exec::exec))
+        .route("/v1/sandboxes/{id}/processes", get(routes::processes::list))
+        .route(
+            "/v1/sandboxes/{id}/processes/{process_id}",
+            get(routes::processes::get).delete(routes::processes::kill),
+        )
+        .route(
+            "/v1/sandboxes/{id}/processes/{process_id}/output",
+            get(routes::processes::output),
+        )
+        .route(
+            "/v1/sandboxes/{id}/processes/{process_id}/signal",
+            post(routes::processes::signal),
+        )
+        .route("/v1/sandboxes/{id}/ports/{port}", any(routes::ports::proxy))
+        .route(
+            "/v1/sandboxes/{id}/ports/{port}/",
+            any(routes::ports::proxy),
+        )
+        .route(
+            "/v1/sandboxes/{id}/ports/{port}/{*path}",
+            any(routes::ports::proxy),
+        )
         .route("/v1/sandboxes/{id}/runs", get(routes::runs::for_sandbox))
         .route("/v1/runs/{run_id}", get(routes::runs::get))
         .route("/v1/runs/{run_id}/output", get(routes::runs::output))

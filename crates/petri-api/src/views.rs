@@ -42,6 +42,7 @@ pub(crate) fn run(r: &RunRecord) -> Value {
         "output_truncated": r.output_truncated,
         "output_evicted": r.output_evicted,
         "output_url": format!("/v1/runs/{}/output", r.id),
+        "background": r.background,
         "test": r
             .test_summary
             .as_deref()

@@ -34,7 +34,9 @@ pub enum EngineError {
     ProcessNotFound { id: String },
     #[error("background process {id} is not running any more")]
     ProcessEnded { id: String },
-    #[error("sandbox {id} already runs {max} background processes (PETRI_BACKGROUND_MAX); stop one first")]
+    #[error(
+        "sandbox {id} already runs {max} background processes (PETRI_BACKGROUND_MAX); stop one first"
+    )]
     TooManyProcesses { id: String, max: usize },
     #[error("nothing listens on port {port} in sandbox {id}")]
     PortClosed { id: String, port: u16 },

@@ -31,7 +31,6 @@ pub use exec::{
     DoneInfo, ExecEvent, ExecRequest, ExecStream, InstallSummary, TestRequest, TestSummary,
 };
 pub use language::SUPPORTED_LANGUAGES;
-pub use processes::ProcessView;
 pub use petri_deps::Toolbox;
 pub use petri_egress::{
     Allowlist, DEFAULT_ALLOWLIST as DEFAULT_EGRESS_ALLOWLIST, EgressProxy, GO_MIRROR_PROXY,
@@ -40,6 +39,7 @@ pub use petri_egress::{
 };
 pub use petri_sandbox::DiskMode;
 pub use petri_store::{AgentMetrics, Metrics, RunRecord, RunStatus, SandboxRecord, SandboxStatus};
+pub use processes::ProcessView;
 pub use workspace::{ChunkSource, FileContent, FileEntry};
 
 use crate::exec::{ExecJob, run_exec};

@@ -113,16 +113,35 @@ impl Engine {
     /// The sandbox's background processes (running and ended), newest first.
     pub async fn processes(&self, id: &str) -> Result<Vec<ProcessView>, EngineError> {
         self.record(id).await?;
-        let id = id.to_string();
-        let runs = self.db(move |store| store.list_background_runs(&id)).await?;
-        Ok(runs.into_iter().map(ProcessView::from).collect())
+        let lookup = id.to_string();
+        let runs = self
+            .db(move |store| store.list_background_runs(&lookup))
+            .await?;
+        Ok(runs
+            .into_iter()
+            .map(|run| self.live_view(id, run))
+            .collect())
     }
 
     /// One background process of the sandbox.
     pub async fn process(&self, id: &str, process_id: &str) -> Result<ProcessView, EngineError> {
-        self.background_run(id, process_id)
-            .await
-            .map(ProcessView::from)
+        let run = self.background_run(id, process_id).await?;
+        Ok(self.live_view(id, run))
+    }
+
+    /// The record of a process, with its output so far while it runs (the record has the
+    /// total only once it ends).
+    fn live_view(&self, id: &str, run: RunRecord) -> ProcessView {
+        let mut view = ProcessView::from(run);
+        if view.running
+            && let Some(handle) = self
+                .slots
+                .get(id)
+                .and_then(|slot| slot.background_processes().get(&view.id).cloned())
+        {
+            view.output_bytes = handle.progress.borrow().logged;
+        }
+        view
     }
 
     async fn background_run(&self, id: &str, process_id: &str) -> Result<RunRecord, EngineError> {

@@ -642,6 +642,7 @@ mod tests {
             version: String::new(),
             etc_files: vec![("/etc/passwd".into(), b"sandbox:x:1000".to_vec())],
             config,
+            networks: SandboxNetworks::default(),
         };
         let (mut args, mut inherit) = (Vec::new(), Vec::new());
         backend

@@ -64,9 +64,7 @@ pub(crate) fn receive_listener(channel: &OwnedFd) -> Result<TcpListener, Sandbox
         .into_iter()
         .next()
         .map(TcpListener::from)
-        .ok_or_else(|| {
-            SandboxError::Network(std::io::Error::other("the sandbox sent no listener"))
-        })
+        .ok_or_else(|| SandboxError::Network(std::io::Error::other("the sandbox sent no listener")))
 }
 
 /// Runs a short-lived child (`/bin/true` after its setup) and waits for it.

@@ -80,38 +80,106 @@ impl Process {
         })
     }
 
-    /// Sends `signal` to the command's process group, as a terminal's Ctrl-C reaches a job:
-    /// the shell running the command and everything it started that did not leave the group.
-    /// (bubblewrap's own process, our child, forwards nothing; its child, the namespace's
-    /// reaper, leads the group the command runs in.)
+    /// Sends `signal` to every process of the command, the way `kill` would reach the
+    /// program the user started: the shell Petri wraps the command in (`/bin/sh -c`) is left
+    /// out while it still is that shell, so it waits for its child and ends with the child's
+    /// exit code (a shell killed first would take the namespace down before the program
+    /// could shut down gracefully). bubblewrap's own processes are left out too.
     pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
         let gone = || SandboxError::Signal(std::io::Error::from(std::io::ErrorKind::NotFound));
         let signal = rustix::process::Signal::from_named_raw(signal).ok_or_else(|| {
             SandboxError::Signal(std::io::Error::from(std::io::ErrorKind::InvalidInput))
         })?;
         let root = self.child.id().ok_or_else(gone)?;
-        let group = process_group_below(root).ok_or_else(gone)?;
-        let group = rustix::process::Pid::from_raw(group).ok_or_else(gone)?;
-        rustix::process::kill_process_group(group, signal)
-            .map_err(|e| SandboxError::Signal(e.into()))
+        let table = process_table();
+        let children = |parent: u32| {
+            table
+                .iter()
+                .filter(move |p| p.ppid == parent)
+                .map(|p| p.pid)
+        };
+        // bubblewrap → its reaper (pid 1 of the namespace) → the wrapping shell → ...
+        let reaper = children(root).next().ok_or_else(gone)?;
+        let mut targets = Vec::new();
+        let mut frontier: Vec<u32> = children(reaper).collect();
+        while let Some(pid) = frontier.pop() {
+            targets.push(pid);
+            frontier.extend(children(pid));
+        }
+        let wrapper = table
+            .iter()
+            .find(|p| p.ppid == reaper && matches!(p.comm.as_str(), "sh" | "dash"));
+        let has_children = wrapper.is_some_and(|w| children(w.pid).next().is_some());
+        if let (Some(wrapper), true) = (wrapper, has_children) {
+            targets.retain(|pid| *pid != wrapper.pid);
+        }
+        if targets.is_empty() {
+            return Err(gone());
+        }
+        for pid in targets {
+            let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else {
+                continue;
+            };
+            // A process may exit between the scan and the signal; that is not a failure.
+            match rustix::process::kill_process(pid, signal) {
+                Ok(()) | Err(rustix::io::Errno::SRCH) => {}
+                Err(e) => return Err(SandboxError::Signal(e.into())),
+            }
+        }
+        Ok(())
     }
 
-    /// Kills the whole tree: SIGKILL to the sandbox's supervisor tears down its pid namespace,
-    /// taking daemonised and `setsid` children with it.
+    /// Kills the whole tree. SIGKILL to the namespace's first process (bubblewrap's reaper,
+    /// pid 1 inside) makes the kernel kill everything in the pid namespace, daemonised and
+    /// `setsid` processes included; then bubblewrap itself goes. Killing bubblewrap alone is
+    /// not enough: its reaper's parent-death signal does not always survive the credential
+    /// changes bubblewrap makes (seen: a reaper left running with a `trap ''` shell under it).
     pub fn kill(&mut self) {
+        if let Some(root) = self.child.id() {
+            let reapers = process_table().into_iter().filter(|p| p.ppid == root);
+            for reaper in reapers {
+                if let Some(pid) = rustix::process::Pid::from_raw(reaper.pid as i32) {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
         let _ = self.child.start_kill();
     }
 }
 
-/// The process group of the first child of `parent` (read from `/proc`, which needs no
-/// kernel option, unlike `/proc/<pid>/task/<tid>/children`).
-fn process_group_below(parent: u32) -> Option<i32> {
-    std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
-        entry.file_name().to_str()?.parse::<u32>().ok()?;
-        let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
-        // The command name (field 2) may hold spaces and parentheses: fields after the last ')'.
-        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        let (ppid, pgrp) = (fields.get(1)?.parse::<u32>().ok()?, fields.get(2)?.parse().ok()?);
-        (ppid == parent).then_some(pgrp)
-    })
+impl Drop for Process {
+    fn drop(&mut self) {
+        // Whatever ended supervision early (a panic, a dropped task), nothing may outlive it.
+        if matches!(self.child.try_wait(), Ok(None)) {
+            self.kill();
+        }
+    }
+}
+
+/// One line of the host's process table.
+#[derive(Debug)]
+struct ProcessEntry {
+    pid: u32,
+    ppid: u32,
+    comm: String,
+}
+
+/// Every process of the host, from `/proc/<pid>/stat` (which, unlike
+/// `/proc/<pid>/task/<tid>/children`, needs no kernel option).
+fn process_table() -> Vec<ProcessEntry> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            let stat = std::fs::read_to_string(entry.path().join("stat")).ok()?;
+            // The command name may hold spaces and parentheses: it ends at the last ')'.
+            let (head, tail) = stat.rsplit_once(')')?;
+            let comm = head.split_once('(')?.1.to_string();
+            let ppid = tail.split_whitespace().nth(1)?.parse().ok()?;
+            Some(ProcessEntry { pid, ppid, comm })
+        })
+        .collect()
 }

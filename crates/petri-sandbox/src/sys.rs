@@ -8,8 +8,8 @@ use std::io::IoSlice;
 use std::mem::MaybeUninit;
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::sync::Arc;
 use std::os::unix::process::CommandExt;
+use std::sync::Arc;
 
 use rustix::io::{FdFlags, fcntl_setfd, write};
 use rustix::net::{
@@ -186,9 +186,16 @@ fn send_fds(channel: &OwnedFd, fds: &[BorrowedFd<'_>]) -> std::io::Result<()> {
     let mut space = [MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(2))];
     let mut control = SendAncillaryBuffer::new(&mut space);
     if !control.push(SendAncillaryMessage::ScmRights(fds)) {
-        return Err(std::io::Error::other("too many descriptors for one message"));
+        return Err(std::io::Error::other(
+            "too many descriptors for one message",
+        ));
     }
-    sendmsg(channel, &[IoSlice::new(b"F")], &mut control, SendFlags::empty())?;
+    sendmsg(
+        channel,
+        &[IoSlice::new(b"F")],
+        &mut control,
+        SendFlags::empty(),
+    )?;
     Ok(())
 }
 

@@ -389,7 +389,9 @@ fn background_runs_are_listed_apart() {
     store
         .insert_sandbox(&sandbox("s1", None, "2026-01-01T00:00:00.000000Z"))
         .unwrap();
-    store.insert_run(&run("r1", "s1", "2026-01-01T00:00:01Z")).unwrap();
+    store
+        .insert_run(&run("r1", "s1", "2026-01-01T00:00:01Z"))
+        .unwrap();
     store
         .insert_run(&NewRun {
             background: true,

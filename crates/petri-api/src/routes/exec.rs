@@ -1,8 +1,10 @@
 //! `POST /v1/sandboxes/{id}/exec`: validation happens before the stream starts, so bad input
 //! is a normal JSON error; after that the stream always ends with one `done`.
 
+use axum::Json;
 use axum::extract::{Path, State};
-use axum::response::Response;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
 use petri_engine::{ExecRequest, TestRequest};
 use serde::Deserialize;
 use serde_json::Value;
@@ -31,6 +33,9 @@ pub(crate) struct ExecBody {
     /// Seconds the server gets to become ready.
     #[serde(default)]
     ready_timeout: Option<u64>,
+    /// Start detached: answer at once with the process's id (see `routes::processes`).
+    #[serde(default)]
+    background: bool,
 }
 
 pub(crate) async fn exec(
@@ -66,21 +71,20 @@ pub(crate) async fn exec(
             ));
         }
     };
-    let stream = state
-        .engine
-        .exec(
-            &id,
-            ExecRequest {
-                command,
-                timeout_seconds: value.timeout,
-                test: value.test.then_some(TestRequest {
-                    test_command: value.test_command,
-                    ready_port: value.ready_port,
-                    ready_path: value.ready_path,
-                    ready_timeout_seconds: value.ready_timeout,
-                }),
-            },
-        )
-        .await?;
+    let request = ExecRequest {
+        command,
+        timeout_seconds: value.timeout,
+        test: value.test.then_some(TestRequest {
+            test_command: value.test_command,
+            ready_port: value.ready_port,
+            ready_path: value.ready_path,
+            ready_timeout_seconds: value.ready_timeout,
+        }),
+    };
+    if value.background {
+        let process = state.engine.start_background(&id, request).await?;
+        return Ok((StatusCode::ACCEPTED, Json(process)).into_response());
+    }
+    let stream = state.engine.exec(&id, request).await?;
     Ok(sse::response(stream, format, state.keepalive))
 }

@@ -3,6 +3,8 @@
 pub(crate) mod dashboard;
 pub(crate) mod exec;
 pub(crate) mod files;
+pub(crate) mod ports;
+pub(crate) mod processes;
 pub(crate) mod runs;
 pub(crate) mod sandboxes;
 pub(crate) mod status;

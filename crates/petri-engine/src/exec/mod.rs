@@ -10,10 +10,10 @@ mod tests_summary;
 use petri_store::RunStatus;
 use serde::Serialize;
 
-pub use install::InstallSummary;
 pub(crate) use background::{
     BackgroundHandle, Control, SIGKILL, parse_signal, signal_names, tail_log,
 };
+pub use install::InstallSummary;
 pub(crate) use runner::{ExecJob, new_run, run_exec};
 pub(crate) use supervise::EXIT_KILLED;
 pub use tests_summary::TestSummary;

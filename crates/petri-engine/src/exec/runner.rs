@@ -9,8 +9,8 @@ use petri_sandbox::{EXIT_SETUP_FAILED, ExecSpec, Network, TestSetup};
 use petri_store::{NewRun, RunOutcome, RunStatus, SandboxRecord};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
-use super::install::{InstallStep, InstallSummary, prepare};
 use super::background::{BackgroundHandle, Control};
+use super::install::{InstallStep, InstallSummary, prepare};
 use super::supervise::{
     Collected, EXIT_KILLED, EXIT_NOT_STARTED, Stop, Supervised, Watch, supervise,
 };
@@ -366,7 +366,10 @@ fn describe(
             return (RunStatus::TimedOut, Some(error));
         }
         Some(stop @ Stop::Killed) => {
-            return (stop.status(), Some("killed: stopped through the API".into()));
+            return (
+                stop.status(),
+                Some("killed: stopped through the API".into()),
+            );
         }
         Some(stop @ Stop::SandboxGone) => {
             return (
@@ -402,6 +405,9 @@ fn describe(
         );
     }
     let error = match (last_line, outcome.signal) {
+        // A background process usually ends because someone signalled it: say so rather
+        // than quote whatever it last logged.
+        (_, Some(signal)) if job.background.is_some() => format!("terminated by signal {signal}"),
         (Some(line), _) => line.to_string(),
         (None, Some(signal)) => format!("killed by signal {signal}"),
         (None, None) => format!("exited with code {}", outcome.exit_code),

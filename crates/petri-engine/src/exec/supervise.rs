@@ -5,8 +5,8 @@ use std::io::Write;
 use std::time::Duration;
 
 use petri_sandbox::Process;
-use tokio::io::AsyncReadExt;
 use std::sync::Arc;
+use tokio::io::AsyncReadExt;
 
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;

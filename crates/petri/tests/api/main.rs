@@ -16,6 +16,8 @@ mod languages;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod ports;
+mod processes;
 mod quotas;
 mod routes;
 mod testmode;

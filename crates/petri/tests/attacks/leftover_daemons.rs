@@ -43,5 +43,21 @@ async fn every_process_of_an_exec_dies_with_it() {
         })
         .await
     );
+    // A shell that ignores SIGTERM and waits on a child in a session of its own (this left
+    // bubblewrap's reaper running once, when only bubblewrap was killed).
+    let marker = format!("petri-waiter-{}", std::process::id());
+    let command = format!("trap '' TERM; setsid sleep 304 & wait # {marker}");
+    let done = server
+        .exec_body(&id, json!({"command": command, "timeout": 1}))
+        .await
+        .done();
+    assert_eq!(done["status"], "timed_out");
+    assert!(
+        eventually(Duration::from_secs(3), async || {
+            !host_process_with(&marker)
+        })
+        .await,
+        "a waiting shell outlived its timed-out exec"
+    );
     assert_unaffected(&server, &other).await;
 }

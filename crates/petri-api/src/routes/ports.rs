@@ -1,0 +1,237 @@
+//! Port preview: `/v1/sandboxes/{id}/ports/{port}/...` is proxied, as HTTP/1.1, to
+//! `127.0.0.1:{port}` inside the sandbox's own network. The connection is made from within
+//! that namespace (see `petri_sandbox::Backend::connect`), so nothing but the sandbox's
+//! loopback is reachable this way, and the sandbox still cannot open any connection out.
+//! Responses stream through as they come; `Upgrade` requests (WebSocket) become a byte pipe.
+
+use axum::body::Body;
+use axum::extract::{Path, Request, State};
+use axum::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use axum::http::{StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use hyper_util::rt::TokioIo;
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// Served pages run with an opaque origin: a sandboxed app shares the API's origin, and must
+/// not script it (or read another sandbox's preview) from a developer's browser.
+const PREVIEW_CSP: &str =
+    "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
+
+/// Headers of one hop only (RFC 9110 §7.6.1), never forwarded.
+const HOP_BY_HOP: &[&str] = &[
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+pub(crate) async fn proxy(
+    State(state): State<AppState>,
+    Path(params): Path<Vec<(String, String)>>,
+    mut request: Request,
+) -> Result<Response, ApiError> {
+    let param = |name: &str| {
+        params
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.clone())
+            .unwrap_or_default()
+    };
+    let (id, port_text) = (param("id"), param("port"));
+    let port = port_text
+        .parse::<u16>()
+        .ok()
+        .filter(|p| *p != 0)
+        .ok_or_else(|| {
+            ApiError::new(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "invalid_input",
+                format!("invalid port: {port_text:?} is not between 1 and 65535"),
+            )
+        })?;
+    let prefix = format!("/v1/sandboxes/{id}/ports/{port_text}");
+    let target = target_uri(request.uri(), &prefix, &param("path"))?;
+    let stream = state.engine.connect_port(&id, port).await?;
+
+    let upgrade = wants_upgrade(request.headers());
+    let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
+    let (mut parts, body) = request.into_parts();
+    let original_host = parts.headers.get(header::HOST).cloned();
+    strip_hop_by_hop(&mut parts.headers, upgrade);
+    let headers = &mut parts.headers;
+    headers.insert(
+        header::HOST,
+        HeaderValue::from_str(&format!("localhost:{port}")).expect("a valid header value"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&prefix) {
+        headers.insert(HeaderName::from_static("x-forwarded-prefix"), value);
+    }
+    if let Some(host) = original_host {
+        headers.insert(HeaderName::from_static("x-forwarded-host"), host);
+    }
+    parts.uri = target;
+    parts.version = axum::http::Version::HTTP_11;
+    let upstream_request = Request::from_parts(parts, body);
+
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| bad_gateway(&id, port, &e))?;
+    tokio::spawn(async move {
+        if let Err(e) = connection.with_upgrades().await {
+            tracing::debug!(error = %e, "port preview connection ended");
+        }
+    });
+    let mut response = sender
+        .send_request(upstream_request)
+        .await
+        .map_err(|e| bad_gateway(&id, port, &e))?;
+
+    if response.status() == StatusCode::SWITCHING_PROTOCOLS
+        && let Some(client_upgrade) = client_upgrade
+    {
+        let upstream_upgrade = hyper::upgrade::on(&mut response);
+        tokio::spawn(async move {
+            let (Ok(client), Ok(upstream)) = tokio::join!(client_upgrade, upstream_upgrade) else {
+                return;
+            };
+            let (mut client, mut upstream) = (TokioIo::new(client), TokioIo::new(upstream));
+            let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+        });
+        let (parts, _) = response.into_parts();
+        return Ok(Response::from_parts(parts, Body::empty()));
+    }
+
+    let (mut parts, body) = response.into_parts();
+    strip_hop_by_hop(&mut parts.headers, false);
+    parts.headers.append(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(PREVIEW_CSP),
+    );
+    Ok(Response::from_parts(parts, Body::new(body)).into_response())
+}
+
+/// The path and query the sandboxed server sees: the request's, minus the preview prefix.
+fn target_uri(uri: &Uri, prefix: &str, matched: &str) -> Result<Uri, ApiError> {
+    // The raw path keeps the client's percent-encoding; the matched tail is a fallback for
+    // prefixes the client spelled differently (encoded characters in the id).
+    let rest = match uri.path().strip_prefix(prefix) {
+        Some(rest) => rest.to_string(),
+        None => format!("/{matched}"),
+    };
+    let rest = if rest.starts_with('/') {
+        rest
+    } else {
+        format!("/{rest}")
+    };
+    let target = match uri.query() {
+        Some(query) => format!("{rest}?{query}"),
+        None => rest,
+    };
+    target.parse().map_err(|_| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_path",
+            "the preview path is not a valid request target",
+        )
+    })
+}
+
+/// A `Connection: upgrade` request naming a protocol (a WebSocket handshake).
+fn wants_upgrade(headers: &HeaderMap) -> bool {
+    let connection_says_upgrade = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|token| token.trim().eq_ignore_ascii_case("upgrade"));
+    connection_says_upgrade && headers.contains_key(header::UPGRADE)
+}
+
+/// Removes hop-by-hop headers and those the `Connection` header names; an upgrade keeps
+/// `Connection: upgrade` and its `Upgrade`.
+fn strip_hop_by_hop(headers: &mut HeaderMap, keep_upgrade: bool) {
+    let named: Vec<String> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|token| token.trim().to_ascii_lowercase())
+        .filter(|token| !token.is_empty())
+        .collect();
+    let upgrade = headers.get(header::UPGRADE).cloned();
+    for name in HOP_BY_HOP.iter().copied().map(String::from).chain(named) {
+        headers.remove(name.as_str());
+    }
+    if keep_upgrade && let Some(upgrade) = upgrade {
+        headers.insert(header::CONNECTION, HeaderValue::from_static("upgrade"));
+        headers.insert(header::UPGRADE, upgrade);
+    }
+}
+
+fn bad_gateway(id: &str, port: u16, error: &hyper::Error) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "upstream_error",
+        format!("the server on port {port} of sandbox {id} failed to answer: {error}"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_prefix_goes_and_the_query_stays() {
+        let uri: Uri = "/v1/sandboxes/sb_1/ports/8000/a/b%20c?x=1&y=%2F"
+            .parse()
+            .unwrap();
+        let target = target_uri(&uri, "/v1/sandboxes/sb_1/ports/8000", "a/b c").unwrap();
+        assert_eq!(target.to_string(), "/a/b%20c?x=1&y=%2F");
+        let root: Uri = "/v1/sandboxes/sb_1/ports/8000".parse().unwrap();
+        assert_eq!(
+            target_uri(&root, "/v1/sandboxes/sb_1/ports/8000", "")
+                .unwrap()
+                .to_string(),
+            "/"
+        );
+    }
+
+    #[test]
+    fn hop_by_hop_headers_and_the_ones_connection_names_are_dropped() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("close, x-secret"),
+        );
+        headers.insert("x-secret", HeaderValue::from_static("1"));
+        headers.insert(
+            header::TRANSFER_ENCODING,
+            HeaderValue::from_static("chunked"),
+        );
+        headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        strip_hop_by_hop(&mut headers, false);
+        assert_eq!(headers.len(), 1);
+        assert!(headers.contains_key(header::ACCEPT));
+    }
+
+    #[test]
+    fn a_websocket_handshake_keeps_its_upgrade() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::CONNECTION,
+            HeaderValue::from_static("keep-alive, Upgrade"),
+        );
+        headers.insert(header::UPGRADE, HeaderValue::from_static("websocket"));
+        assert!(wants_upgrade(&headers));
+        strip_hop_by_hop(&mut headers, true);
+        assert_eq!(headers[header::CONNECTION], "upgrade");
+        assert_eq!(headers[header::UPGRADE], "websocket");
+    }
+}
