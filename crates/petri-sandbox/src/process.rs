@@ -82,9 +82,9 @@ impl Process {
 
     /// Sends `signal` to every process of the command, the way `kill` would reach the
     /// program the user started: the shell Petri wraps the command in (`/bin/sh -c`) is left
-    /// out while it still is that shell, so it waits for its child and ends with the child's
-    /// exit code (a shell killed first would take the namespace down before the program
-    /// could shut down gracefully). bubblewrap's own processes are left out too.
+    /// out while it waits for a child and has no `trap` for the signal, so it ends with the
+    /// child's exit code (a shell killed first would take the namespace down before the
+    /// program could shut down gracefully). bubblewrap's own processes are left out too.
     pub fn signal(&self, signal: i32) -> Result<(), SandboxError> {
         let gone = || SandboxError::Signal(std::io::Error::from(std::io::ErrorKind::NotFound));
         let signal = rustix::process::Signal::from_named_raw(signal).ok_or_else(|| {
@@ -109,8 +109,13 @@ impl Process {
         let wrapper = table
             .iter()
             .find(|p| p.ppid == reaper && matches!(p.comm.as_str(), "sh" | "dash"));
-        let has_children = wrapper.is_some_and(|w| children(w.pid).next().is_some());
-        if let (Some(wrapper), true) = (wrapper, has_children) {
+        // The wrapping shell gets the signal only when it would do something with it (a
+        // `trap`) or is all there is; a shell that would simply die must not end the exec
+        // under its still-running program.
+        if let Some(wrapper) = wrapper
+            && children(wrapper.pid).next().is_some()
+            && !catches(wrapper.pid, signal.as_raw())
+        {
             targets.retain(|pid| *pid != wrapper.pid);
         }
         if targets.is_empty() {
@@ -154,6 +159,19 @@ impl Drop for Process {
             self.kill();
         }
     }
+}
+
+/// Whether process `pid` has a handler for `signal` (bit `signal - 1` of `SigCgt` in
+/// `/proc/<pid>/status`).
+fn catches(pid: u32, signal: i32) -> bool {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return false;
+    };
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigCgt:"))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .is_some_and(|mask| (1..=64).contains(&signal) && mask & (1 << (signal - 1)) != 0)
 }
 
 /// One line of the host's process table.

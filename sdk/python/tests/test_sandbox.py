@@ -103,3 +103,37 @@ def test_errors_are_raised_never_swallowed(server_url):
     sandbox.close()
     with pytest.raises(NotFoundError):
         Sandbox.attach("sb_00000000000000000000000000000000", base_url=server_url)
+
+
+def test_background_processes_and_port_preview(server_url):
+    import time
+
+    import httpx
+
+    with Sandbox("python", base_url=server_url) as sandbox:
+        process = sandbox.start("echo up; exec python3 -m http.server 8080")
+        assert process["running"] and process["id"].startswith("run_")
+        assert [p["id"] for p in sandbox.processes()] == [process["id"]]
+
+        url = sandbox.port_url(8080, "/")
+        deadline = time.time() + 20
+        while True:
+            try:
+                if httpx.get(url).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.time() < deadline, "the server never answered through the preview"
+            time.sleep(0.2)
+
+        assert sandbox.signal(process["id"], "TERM")["id"] == process["id"]
+        events = list(sandbox.follow(process["id"]))
+        assert events[0] == OutputEvent("up")
+        assert isinstance(events[-1], DoneEvent) and events[-1].result.exit_code != 0
+        assert not sandbox.process(process["id"])["running"]
+        with pytest.raises(HTTPError) as ended:
+            sandbox.signal(process["id"], "TERM")
+        assert (ended.value.status, ended.value.code) == (409, "process_ended")
+
+        sleeper = sandbox.start("sleep 600")
+        assert sandbox.kill(sleeper["id"])["status"] == "killed"

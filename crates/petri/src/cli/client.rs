@@ -164,20 +164,61 @@ impl Client {
         sandbox: &str,
         command: &str,
         timeout: Option<u64>,
+        on_event: impl FnMut(&ExecEvent),
+    ) -> Result<Value, ClientError> {
+        let request = self
+            .http
+            .post(self.url(&format!("/v1/sandboxes/{sandbox}/exec")))
+            .json(&exec_body(command, timeout));
+        self.events("running the command", request, on_event).await
+    }
+
+    /// Starts `command` detached; returns the process.
+    pub async fn start(
+        &self,
+        sandbox: &str,
+        command: &str,
+        timeout: Option<u64>,
+    ) -> Result<Value, ClientError> {
+        let mut body = exec_body(command, timeout);
+        body["background"] = json!(true);
+        let request = self
+            .http
+            .post(self.url(&format!("/v1/sandboxes/{sandbox}/exec")))
+            .json(&body);
+        self.json("starting the process", request).await
+    }
+
+    /// Follows a background process's output until it ends; returns the `done` payload.
+    pub async fn follow(
+        &self,
+        sandbox: &str,
+        process: &str,
+        on_event: impl FnMut(&ExecEvent),
+    ) -> Result<Value, ClientError> {
+        let path = format!("/v1/sandboxes/{sandbox}/processes/{process}/output");
+        let request = self.http.get(self.url(&path));
+        self.events("following the process", request, on_event)
+            .await
+    }
+
+    pub async fn post(&self, what: &str, path: &str, body: Value) -> Result<Value, ClientError> {
+        self.json(what, self.http.post(self.url(path)).json(&body))
+            .await
+    }
+
+    pub async fn delete_json(&self, what: &str, path: &str) -> Result<Value, ClientError> {
+        self.json(what, self.http.delete(self.url(path))).await
+    }
+
+    /// Reads an SSE stream, handing every event to `on_event`; returns the `done` payload.
+    async fn events(
+        &self,
+        what: &str,
+        request: reqwest::RequestBuilder,
         mut on_event: impl FnMut(&ExecEvent),
     ) -> Result<Value, ClientError> {
-        let mut body = json!({"command": command, "output_format": "raw"});
-        if let Some(timeout) = timeout {
-            body["timeout"] = json!(timeout);
-        }
-        let response = self
-            .send(
-                "running the command",
-                self.http
-                    .post(self.url(&format!("/v1/sandboxes/{sandbox}/exec")))
-                    .json(&body),
-            )
-            .await?;
+        let response = self.send(what, request).await?;
         let mut parser = SseParser::default();
         let mut stream = response.bytes_stream();
         while let Some(chunk) = stream.next().await {
@@ -194,6 +235,14 @@ impl Client {
             "the stream ended without a done event".into(),
         ))
     }
+}
+
+fn exec_body(command: &str, timeout: Option<u64>) -> Value {
+    let mut body = json!({"command": command, "output_format": "raw"});
+    if let Some(timeout) = timeout {
+        body["timeout"] = json!(timeout);
+    }
+    body
 }
 
 /// Incremental parser of the exec stream (`event:` / `data:` lines, blank line ends an event,

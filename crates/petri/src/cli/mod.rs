@@ -57,9 +57,36 @@ pub enum Remote {
         /// Seconds before the command is killed (server default otherwise).
         #[arg(long)]
         timeout: Option<u64>,
+        /// Start it detached and print its process id (see `ps`, `logs`, `kill`).
+        #[arg(short, long)]
+        background: bool,
         /// The command (run with `sh -c`; several words are joined with spaces).
         #[arg(required = true, trailing_var_arg = true)]
         command: Vec<String>,
+    },
+    /// List a sandbox's background processes.
+    Ps {
+        #[command(flatten)]
+        server: Server,
+        sandbox: String,
+    },
+    /// Print a background process's output from its start and follow it until it ends;
+    /// exits with its exit code.
+    Logs {
+        #[command(flatten)]
+        server: Server,
+        sandbox: String,
+        process: String,
+    },
+    /// Stop a background process: SIGKILL to its whole tree, or `--signal`.
+    Kill {
+        #[command(flatten)]
+        server: Server,
+        sandbox: String,
+        process: String,
+        /// A signal name or number (TERM, INT, HUP, USR1...) instead of killing.
+        #[arg(short, long)]
+        signal: Option<String>,
     },
     /// Upload a file, a zip (extracted), or a directory (zipped, honouring .gitignore).
     Upload {
@@ -188,6 +215,7 @@ async fn dispatch(command: Remote) -> Result<ExitCode, String> {
             server,
             sandbox,
             timeout,
+            background,
             command,
         } => {
             let client = Client::new(&server.url);
@@ -195,7 +223,80 @@ async fn dispatch(command: Remote) -> Result<ExitCode, String> {
                 Some(sandbox) => sandbox,
                 None => sync_project(&client).await?,
             };
+            if background {
+                let process = client
+                    .start(&sandbox, &command.join(" "), timeout)
+                    .await
+                    .map_err(err)?;
+                println!("{}", process["id"].as_str().unwrap_or_default());
+                return Ok(ExitCode::SUCCESS);
+            }
             return exec(&client, &sandbox, &command.join(" "), timeout).await;
+        }
+        Remote::Ps { server, sandbox } => {
+            let processes = Client::new(&server.url)
+                .get(
+                    "listing processes",
+                    &format!("/v1/sandboxes/{sandbox}/processes"),
+                )
+                .await
+                .map_err(err)?;
+            println!(
+                "{:<22}  {:<11}  {:>4}  {:>10}  COMMAND",
+                "PROCESS", "STATUS", "EXIT", "OUTPUT"
+            );
+            for process in processes.as_array().into_iter().flatten() {
+                println!(
+                    "{:<22}  {:<11}  {:>4}  {:>10}  {}",
+                    process["id"].as_str().unwrap_or("-"),
+                    process["status"].as_str().unwrap_or("-"),
+                    process["exit_code"]
+                        .as_i64()
+                        .map_or("-".to_string(), |c| c.to_string()),
+                    process["output_bytes"].as_u64().unwrap_or(0),
+                    process["command"].as_str().unwrap_or(""),
+                );
+            }
+        }
+        Remote::Logs {
+            server,
+            sandbox,
+            process,
+        } => {
+            let client = Client::new(&server.url);
+            let mut stdout = std::io::stdout();
+            let done = client
+                .follow(&sandbox, &process, |event| print_event(&mut stdout, event))
+                .await
+                .map_err(err)?;
+            return Ok(exit_code_of(&done));
+        }
+        Remote::Kill {
+            server,
+            sandbox,
+            process,
+            signal,
+        } => {
+            let client = Client::new(&server.url);
+            let path = format!("/v1/sandboxes/{sandbox}/processes/{process}");
+            let answer = match signal {
+                Some(signal) => {
+                    client
+                        .post(
+                            "signalling the process",
+                            &format!("{path}/signal"),
+                            json!({ "signal": signal }),
+                        )
+                        .await
+                }
+                None => client.delete_json("killing the process", &path).await,
+            }
+            .map_err(err)?;
+            println!(
+                "{} {}",
+                answer["id"].as_str().unwrap_or_default(),
+                answer["status"].as_str().unwrap_or_default()
+            );
         }
         Remote::Upload {
             server,
@@ -319,23 +420,34 @@ async fn exec(
 ) -> Result<ExitCode, String> {
     let mut stdout = std::io::stdout();
     let done = client
-        .exec(sandbox, command, timeout, |event| match event {
-            ExecEvent::Output(line) => {
-                let _ = writeln!(stdout, "{line}");
-                let _ = stdout.flush();
-            }
-            ExecEvent::Install(line) => eprintln!("[install] {line}"),
-            ExecEvent::Done(_) => {}
+        .exec(sandbox, command, timeout, |event| {
+            print_event(&mut stdout, event)
         })
         .await
         .map_err(err)?;
+    Ok(exit_code_of(&done))
+}
+
+fn print_event(stdout: &mut std::io::Stdout, event: &ExecEvent) {
+    match event {
+        ExecEvent::Output(line) => {
+            let _ = writeln!(stdout, "{line}");
+            let _ = stdout.flush();
+        }
+        ExecEvent::Install(line) => eprintln!("[install] {line}"),
+        ExecEvent::Done(_) => {}
+    }
+}
+
+/// The command's exit code as ours, saying why when it failed.
+fn exit_code_of(done: &Value) -> ExitCode {
     let code = done["exit_code"].as_i64().unwrap_or(1);
     if code != 0
         && let Some(error) = done["error"].as_str()
     {
         eprintln!("petri: {error} (exit code {code})");
     }
-    Ok(ExitCode::from(u8::try_from(code).unwrap_or(1)))
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
 
 async fn upload(

@@ -160,3 +160,61 @@ async fn a_watched_folder_stays_in_sync_with_its_sandbox() {
     assert_eq!(outside.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&outside.stderr).contains("not in a watched folder"));
 }
+
+#[tokio::test]
+async fn background_processes_from_the_command_line() {
+    let server = TestServer::start().await;
+    let here = tempfile::tempdir().unwrap();
+    let cwd = here.path();
+    let id = stdout(&petri(&server, cwd, &["create"])).trim().to_string();
+    let started = petri(
+        &server,
+        cwd,
+        &[
+            "exec",
+            "-s",
+            &id,
+            "--background",
+            "--",
+            "trap 'echo stopping; exit 5' TERM; echo up; while :; do sleep 0.1; done",
+        ],
+    );
+    assert!(started.status.success(), "{started:?}");
+    let process = stdout(&started).trim().to_string();
+    assert!(process.starts_with("run_"), "{process}");
+    let listed = stdout(&petri(&server, cwd, &["ps", &id]));
+    assert!(
+        listed.contains(&process) && listed.contains("running"),
+        "{listed}"
+    );
+    // The command's own shell traps TERM (once it has said "up"): it gets the signal too.
+    assert!(
+        eventually(std::time::Duration::from_secs(10), async || {
+            let (_, view) = server
+                .get_json(&format!("/v1/sandboxes/{id}/processes/{process}"))
+                .await;
+            view["output_bytes"].as_u64().unwrap_or(0) > 0
+        })
+        .await
+    );
+    let signalled = petri(&server, cwd, &["kill", &id, &process, "--signal", "TERM"]);
+    assert!(signalled.status.success(), "{signalled:?}");
+    let logs = petri(&server, cwd, &["logs", &id, &process]);
+    assert_eq!(logs.status.code(), Some(5), "{logs:?}");
+    // (The shell also reports its `sleep` child terminated by the same signal.)
+    let printed = stdout(&logs);
+    assert!(
+        printed.starts_with("up\n") && printed.ends_with("stopping\n"),
+        "{printed}"
+    );
+
+    let sleeper = stdout(&petri(
+        &server,
+        cwd,
+        &["exec", "-s", &id, "-b", "--", "sleep 600"],
+    ))
+    .trim()
+    .to_string();
+    let killed = petri(&server, cwd, &["kill", &id, &sleeper]);
+    assert!(stdout(&killed).contains("killed"), "{killed:?}");
+}

@@ -90,19 +90,26 @@ class AsyncSandbox:
 
     # Commands ------------------------------------------------------------------------------
 
-    async def stream(self, command: str, *, timeout: float | None = None) -> AsyncIterator[Event]:
+    def stream(self, command: str, *, timeout: float | None = None) -> AsyncIterator[Event]:
         """Runs ``command`` (``sh -c``), yielding events as they arrive; the last is a
         ``DoneEvent``."""
-        parser = _core.SSEParser()
-        async with self._http.stream(
+        return self._events(
+            "running the command",
             "POST",
             f"/v1/sandboxes/{self.id}/exec",
             json=_core.exec_body(command, timeout),
-            timeout=httpx.Timeout(30.0, read=None),
+        )
+
+    async def _events(
+        self, what: str, method: str, path: str, **kwargs: Any
+    ) -> AsyncIterator[Event]:
+        parser = _core.SSEParser()
+        async with self._http.stream(
+            method, path, timeout=httpx.Timeout(30.0, read=None), **kwargs
         ) as response:
             if not response.is_success:
                 await response.aread()
-                _core.raise_for("running the command", response)
+                _core.raise_for(what, response)
             async for line in response.aiter_lines():
                 event = parser.feed(line)
                 if event is not None:
@@ -169,6 +176,46 @@ class AsyncSandbox:
 
     async def delete_file(self, path: str) -> None:
         await self._request(f"deleting {path}", "DELETE", f"/v1/sandboxes/{self.id}/files/{path}")
+
+    # Background processes and port preview -------------------------------------------------
+
+    async def start(self, command: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Starts ``command`` detached and returns the process at once."""
+        body = {**_core.exec_body(command, timeout), "background": True}
+        return await self._json(
+            "starting the process", "POST", f"/v1/sandboxes/{self.id}/exec", json=body
+        )
+
+    async def processes(self) -> list[dict[str, Any]]:
+        return await self._json(
+            "listing processes", "GET", f"/v1/sandboxes/{self.id}/processes"
+        )
+
+    async def process(self, process_id: str) -> dict[str, Any]:
+        return await self._json(
+            "reading the process", "GET", f"/v1/sandboxes/{self.id}/processes/{process_id}"
+        )
+
+    def follow(self, process_id: str) -> AsyncIterator[Event]:
+        """A background process's output from its start, then live until it ends."""
+        return self._events(
+            "following the process",
+            "GET",
+            f"/v1/sandboxes/{self.id}/processes/{process_id}/output",
+        )
+
+    async def signal(self, process_id: str, signal: str | int = "TERM") -> dict[str, Any]:
+        return await self._json(
+            "signalling the process",
+            "POST",
+            f"/v1/sandboxes/{self.id}/processes/{process_id}/signal",
+            json={"signal": signal},
+        )
+
+    async def kill(self, process_id: str) -> dict[str, Any]:
+        return await self._json(
+            "killing the process", "DELETE", f"/v1/sandboxes/{self.id}/processes/{process_id}"
+        )
 
     # History -------------------------------------------------------------------------------
 

@@ -96,16 +96,21 @@ class Sandbox:
     def stream(self, command: str, *, timeout: float | None = None) -> Iterator[Event]:
         """Runs ``command`` (``sh -c``), yielding events as they arrive; the last is a
         ``DoneEvent``."""
-        parser = _core.SSEParser()
-        with self._http.stream(
+        return self._events(
+            "running the command",
             "POST",
             f"/v1/sandboxes/{self.id}/exec",
             json=_core.exec_body(command, timeout),
-            timeout=httpx.Timeout(30.0, read=None),
+        )
+
+    def _events(self, what: str, method: str, path: str, **kwargs: Any) -> Iterator[Event]:
+        parser = _core.SSEParser()
+        with self._http.stream(
+            method, path, timeout=httpx.Timeout(30.0, read=None), **kwargs
         ) as response:
             if not response.is_success:
                 response.read()
-                _core.raise_for("running the command", response)
+                _core.raise_for(what, response)
             for line in response.iter_lines():
                 event = parser.feed(line)
                 if event is not None:
@@ -132,6 +137,50 @@ class Sandbox:
             elif isinstance(event, DoneEvent):
                 return event.result
         raise StreamError("the stream ended without a done event")
+
+    # Background processes and port preview -------------------------------------------------
+
+    def start(self, command: str, *, timeout: float | None = None) -> dict[str, Any]:
+        """Starts ``command`` detached and returns the process at once (``id``, ``status``...).
+        It lives until it exits, is killed, or the sandbox goes."""
+        body = {**_core.exec_body(command, timeout), "background": True}
+        return self._json("starting the process", "POST", f"/v1/sandboxes/{self.id}/exec", json=body)
+
+    def processes(self) -> list[dict[str, Any]]:
+        """Background processes of this sandbox, running and ended, newest first."""
+        return self._json("listing processes", "GET", f"/v1/sandboxes/{self.id}/processes")
+
+    def process(self, process_id: str) -> dict[str, Any]:
+        return self._json(
+            "reading the process", "GET", f"/v1/sandboxes/{self.id}/processes/{process_id}"
+        )
+
+    def follow(self, process_id: str) -> Iterator[Event]:
+        """A background process's output from its start, then live until it ends; the last
+        event is a ``DoneEvent`` with its exit code."""
+        return self._events(
+            "following the process",
+            "GET",
+            f"/v1/sandboxes/{self.id}/processes/{process_id}/output",
+        )
+
+    def signal(self, process_id: str, signal: str | int = "TERM") -> dict[str, Any]:
+        return self._json(
+            "signalling the process",
+            "POST",
+            f"/v1/sandboxes/{self.id}/processes/{process_id}/signal",
+            json={"signal": signal},
+        )
+
+    def kill(self, process_id: str) -> dict[str, Any]:
+        """Kills the process's whole tree; returns it once recorded as killed."""
+        return self._json(
+            "killing the process", "DELETE", f"/v1/sandboxes/{self.id}/processes/{process_id}"
+        )
+
+    def port_url(self, port: int, path: str = "/") -> str:
+        """The URL at which the server serves what listens on ``port`` in the sandbox."""
+        return f"{self._http.base_url}".rstrip("/") + f"/v1/sandboxes/{self.id}/ports/{port}/" + path.lstrip("/")
 
     # Files ---------------------------------------------------------------------------------
 
