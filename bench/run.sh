@@ -11,3 +11,5 @@ echo
 python3 bench/deps_install.py target/release/petri
 echo
 python3 bench/test_mode.py target/release/petri
+echo
+python3 bench/port_preview.py target/release/petri
