@@ -92,6 +92,30 @@ pub(crate) struct PathArgs {
     path: String,
 }
 
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct ProcessArgs {
+    sandbox_id: String,
+    /// The id start_process returned.
+    process_id: String,
+    /// For stop_process: a signal (TERM, INT, HUP...) instead of killing the whole tree.
+    #[serde(default)]
+    signal: Option<String>,
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+pub(crate) struct PortArgs {
+    sandbox_id: String,
+    /// The port the app listens on inside the sandbox.
+    port: u16,
+    /// Path and query to GET, e.g. /health or /items?page=2.
+    #[serde(default = "root_path")]
+    path: String,
+}
+
+fn root_path() -> String {
+    "/".into()
+}
+
 /// One in-memory upload.
 struct OneChunk(Option<Bytes>);
 
@@ -166,6 +190,109 @@ impl PetriMcp {
             }
         }
         Err("FAILED: the command's stream ended without a result".into())
+    }
+
+    #[tool(
+        description = "Start a long-running command (a dev server, a worker) in the background and return its process id at once. Later commands reach it on 127.0.0.1; fetch_port and the URL /v1/sandboxes/{id}/ports/{port}/ show what it serves. It stops when stopped or when the sandbox goes."
+    )]
+    async fn start_process(
+        &self,
+        Parameters(args): Parameters<ExecArgs>,
+    ) -> Result<String, String> {
+        let process = self
+            .engine
+            .start_background(
+                &args.sandbox_id,
+                ExecRequest {
+                    command: args.command,
+                    timeout_seconds: args.timeout,
+                    test: None,
+                },
+            )
+            .await
+            .map_err(message)?;
+        Ok(format!(
+            "started {} (read it with process_output, stop it with stop_process)",
+            process.id
+        ))
+    }
+
+    #[tool(description = "A background process's status and its output so far (the last 256 KiB).")]
+    async fn process_output(
+        &self,
+        Parameters(args): Parameters<ProcessArgs>,
+    ) -> Result<String, String> {
+        let process = self
+            .engine
+            .process(&args.sandbox_id, &args.process_id)
+            .await
+            .map_err(message)?;
+        let mut output = Vec::new();
+        if let Ok(mut file) = self.engine.run_output(&process.id).await {
+            use tokio::io::AsyncSeekExt;
+            let size = file.metadata().await.map(|m| m.len()).unwrap_or(0);
+            let _ = file
+                .seek(std::io::SeekFrom::Start(size.saturating_sub(READ_LIMIT)))
+                .await;
+            let _ = file.take(READ_LIMIT).read_to_end(&mut output).await;
+        }
+        let state = if process.running {
+            "running".to_string()
+        } else {
+            format!(
+                "{} (exit_code={})",
+                process.status.as_str(),
+                process.exit_code.map_or("-".into(), |c| c.to_string())
+            )
+        };
+        Ok(format!(
+            "{}: {state}\n{}",
+            process.id,
+            String::from_utf8_lossy(&output)
+        ))
+    }
+
+    #[tool(
+        description = "Stop a background process: kill its whole tree, or send `signal` (TERM for a graceful stop)."
+    )]
+    async fn stop_process(
+        &self,
+        Parameters(args): Parameters<ProcessArgs>,
+    ) -> Result<String, String> {
+        let process = match &args.signal {
+            Some(signal) => {
+                self.engine
+                    .signal_process(&args.sandbox_id, &args.process_id, signal)
+                    .await
+            }
+            None => {
+                self.engine
+                    .kill_process(&args.sandbox_id, &args.process_id)
+                    .await
+            }
+        }
+        .map_err(message)?;
+        Ok(format!(
+            "{}: {}",
+            process.id,
+            if process.running {
+                "signalled, still running"
+            } else {
+                process.status.as_str()
+            }
+        ))
+    }
+
+    #[tool(
+        description = "GET a path from an app listening on a port inside the sandbox; returns the status line and the body (at most 256 KiB)."
+    )]
+    async fn fetch_port(&self, Parameters(args): Parameters<PortArgs>) -> Result<String, String> {
+        let stream = self
+            .engine
+            .connect_port(&args.sandbox_id, args.port)
+            .await
+            .map_err(message)?;
+        crate::routes::ports::fetch(stream, args.port, &args.path, READ_LIMIT as usize).await
     }
 
     #[tool(description = "Delete a sandbox and free its resources (its run history stays).")]
@@ -318,6 +445,6 @@ impl PetriMcp {
 #[tool_handler(
     router = self.tool_router,
     name = "petri",
-    instructions = "Run code in isolated sandboxes: create_sandbox, write_file, exec_code (dependencies install themselves), read_file, delete_sandbox."
+    instructions = "Run code in isolated sandboxes: create_sandbox, write_file, exec_code (dependencies install themselves), read_file, start_process / process_output / stop_process for servers, fetch_port to look at what they serve, delete_sandbox."
 )]
 impl ServerHandler for PetriMcp {}

@@ -46,3 +46,39 @@ async def test_mcp_tools_cover_an_agent_loop(server_url, tmp_path):
         assert "python main.py" in history and "exit=2" in history
         assert "no dependencies installed" in await call("install_status", sandbox_id=sandbox_id)
         assert await call("delete_sandbox", sandbox_id=sandbox_id) == "deleted"
+
+
+async def test_mcp_background_processes_over_stdio(server_url):
+    import asyncio
+
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "jhansi.mcp_server"],
+        env={**os.environ, "JHANSI_BASE_URL": server_url},
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+
+        async def call(name, **arguments):
+            result = await session.call_tool(name, arguments)
+            assert not result.isError, result
+            return result.content[0].text
+
+        sandbox_id = await call("create_sandbox", language="python", agent="claude-code")
+        started = await call(
+            "start_process", sandbox_id=sandbox_id,
+            command="echo serving; exec python3 -m http.server 8080",
+        )
+        process_id = started.split()[1]
+        for _ in range(100):
+            page = await call("fetch_port", sandbox_id=sandbox_id, port=8080, path="/")
+            if page.startswith("HTTP 200"):
+                break
+            await asyncio.sleep(0.2)
+        assert page.startswith("HTTP 200 OK\n") and "Directory listing" in page, page
+        output = await call("process_output", sandbox_id=sandbox_id, process_id=process_id)
+        assert output.startswith(f"{process_id}: running\nserving\n"), output
+        assert await call("stop_process", sandbox_id=sandbox_id, process_id=process_id) == f"{process_id}: killed"
+        closed = await call("fetch_port", sandbox_id=sandbox_id, port=8080)
+        assert closed.startswith("FAILED: nothing listens on port 8080"), closed
+        await call("delete_sandbox", sandbox_id=sandbox_id)

@@ -43,3 +43,37 @@ async def test_the_server_speaks_mcp_over_http(server_url):
         assert await call("delete_sandbox", sandbox_id=sandbox_id) == (False, "deleted")
         error, gone = await call("exec_code", sandbox_id=sandbox_id, command="true")
         assert error and "not found" in gone.lower()
+
+
+async def test_agents_run_and_look_at_servers_over_mcp(server_url):
+    import asyncio
+
+    async with streamable_http_client(f"{server_url}/mcp") as (read, write, _), ClientSession(read, write) as session:
+        await session.initialize()
+
+        async def call(name, **arguments):
+            result = await session.call_tool(name, arguments)
+            return result.isError, result.content[0].text
+
+        _, sandbox_id = await call("create_sandbox", language="python", agent="claude-code")
+        error, started = await call(
+            "start_process", sandbox_id=sandbox_id,
+            command="echo serving; exec python3 -m http.server 8080",
+        )
+        assert not error and started.startswith("started run_"), started
+        process_id = started.split()[1]
+        for _ in range(100):
+            error, page = await call("fetch_port", sandbox_id=sandbox_id, port=8080, path="/")
+            if not error:
+                break
+            await asyncio.sleep(0.2)
+        assert not error and page.startswith("HTTP 200 OK\n") and "Directory listing" in page, page
+        error, output = await call("process_output", sandbox_id=sandbox_id, process_id=process_id)
+        assert output.startswith(f"{process_id}: running\nserving\n"), output
+        error, stopped = await call("stop_process", sandbox_id=sandbox_id, process_id=process_id)
+        assert (error, stopped) == (False, f"{process_id}: killed")
+        error, output = await call("process_output", sandbox_id=sandbox_id, process_id=process_id)
+        assert "killed (exit_code=137)" in output, output
+        error, closed = await call("fetch_port", sandbox_id=sandbox_id, port=8080)
+        assert error and "nothing listens on port 8080" in closed, closed
+        await call("delete_sandbox", sandbox_id=sandbox_id)

@@ -117,6 +117,53 @@ pub(crate) async fn proxy(
     Ok(Response::from_parts(parts, Body::new(body)).into_response())
 }
 
+/// One GET over `stream` (a connection into a sandbox), for agents: the status line and up to
+/// `limit` bytes of the body as text.
+pub(crate) async fn fetch(
+    stream: tokio::net::TcpStream,
+    port: u16,
+    path: &str,
+    limit: usize,
+) -> Result<String, String> {
+    use http_body_util::BodyExt;
+    let target = if path.starts_with('/') {
+        path.to_string()
+    } else {
+        format!("/{path}")
+    };
+    let request = axum::http::Request::get(target)
+        .header(header::HOST, format!("localhost:{port}"))
+        .body(Body::empty())
+        .map_err(|e| format!("invalid path {path:?}: {e}"))?;
+    let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("port {port}: {e}"))?;
+    tokio::spawn(connection);
+    let response = sender
+        .send_request(request)
+        .await
+        .map_err(|e| format!("port {port}: {e}"))?;
+    let status = response.status();
+    let mut body = response.into_body();
+    let mut bytes = Vec::new();
+    while bytes.len() < limit {
+        match body.frame().await {
+            Some(Ok(frame)) => {
+                if let Some(data) = frame.data_ref() {
+                    bytes.extend_from_slice(data);
+                }
+            }
+            Some(Err(e)) => return Err(format!("port {port}: the body broke off: {e}")),
+            None => break,
+        }
+    }
+    bytes.truncate(limit);
+    Ok(format!(
+        "HTTP {status}\n{}",
+        String::from_utf8_lossy(&bytes)
+    ))
+}
+
 /// The path and query the sandboxed server sees: the request's, minus the preview prefix.
 fn target_uri(uri: &Uri, prefix: &str, matched: &str) -> Result<Uri, ApiError> {
     // The raw path keeps the client's percent-encoding; the matched tail is a fallback for

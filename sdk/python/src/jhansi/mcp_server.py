@@ -4,7 +4,8 @@ Configure the server it talks to with ``JHANSI_BASE_URL`` (default ``http://loca
 Claude Code: ``claude mcp add petri -e JHANSI_BASE_URL=http://localhost:8000 -- python -m
 jhansi.mcp_server``. Besides the three tools of the original (``create_sandbox``,
 ``exec_code``, ``delete_sandbox``) it offers what an agent needs for a real loop: writing and
-uploading files, reading and listing them, run history and install status.
+uploading files, reading and listing them, run history and install status, and background
+processes (start, output, stop) with a look at what they serve (``fetch_port``).
 """
 
 from __future__ import annotations
@@ -151,6 +152,60 @@ def install_status(sandbox_id: str) -> str:
     components = bom.get("components", [])
     lines = [f"{c['name']} {c['version']}" for c in components]
     return f"{len(lines)} installed:\n" + "\n".join(lines) if lines else "no dependencies installed"
+
+
+@mcp.tool()
+def start_process(sandbox_id: str, command: str, timeout: int | None = None) -> str:
+    """Start a long-running command (a dev server, a worker) in the background and return its
+    process id at once. Later commands reach it on 127.0.0.1; fetch_port shows what it serves.
+    It stops when stopped or when the sandbox goes."""
+    sandbox = _sandbox(sandbox_id)
+    try:
+        process = sandbox.start(command, timeout=timeout)
+    finally:
+        sandbox.close()
+    return f"started {process['id']} (read it with process_output, stop it with stop_process)"
+
+
+@mcp.tool()
+def process_output(sandbox_id: str, process_id: str) -> str:
+    """A background process's status and its output so far (the last 256 KiB)."""
+    sandbox = _sandbox(sandbox_id)
+    try:
+        process = sandbox.process(process_id)
+        output = sandbox.run_output(process_id)
+    finally:
+        sandbox.close()
+    state = "running" if process["running"] else f"{process['status']} (exit_code={process['exit_code']})"
+    return f"{process_id}: {state}\n{output[-READ_LIMIT:]}"
+
+
+@mcp.tool()
+def stop_process(sandbox_id: str, process_id: str, signal: str | None = None) -> str:
+    """Stop a background process: kill its whole tree, or send `signal` (TERM for a graceful
+    stop)."""
+    sandbox = _sandbox(sandbox_id)
+    try:
+        process = sandbox.signal(process_id, signal) if signal else sandbox.kill(process_id)
+    finally:
+        sandbox.close()
+    return f"{process_id}: " + ("signalled, still running" if process["running"] else process["status"])
+
+
+@mcp.tool()
+def fetch_port(sandbox_id: str, port: int, path: str = "/") -> str:
+    """GET a path from an app listening on a port inside the sandbox; returns the status line
+    and the body (at most 256 KiB)."""
+
+    sandbox = _sandbox(sandbox_id)
+    try:
+        response = sandbox._http.get(sandbox.port_url(port, path))
+    finally:
+        sandbox.close()
+    if response.status_code == 502 and response.headers.get("content-type", "").startswith("application/json"):
+        return f"FAILED: {response.json().get('detail')}"
+    body = response.content[:READ_LIMIT].decode(errors="replace")
+    return f"HTTP {response.status_code} {response.reason_phrase}\n{body}"
 
 
 def main() -> None:
