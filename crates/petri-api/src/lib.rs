@@ -30,6 +30,9 @@ pub struct AppState {
     pub listen: String,
     /// `Host` names `/mcp` answers besides loopback ones (DNS-rebinding protection).
     pub mcp_allowed_hosts: Vec<String>,
+    /// Host-name previews answer on `{port}-{sandbox}.{preview_host}` (`None`: only the
+    /// path-based `/v1/sandboxes/{id}/ports/{port}/`).
+    pub preview_host: Option<String>,
     /// Cancelled when the server stops: ends MCP sessions, whose streams would otherwise
     /// hold the graceful shutdown open.
     pub shutdown: tokio_util::sync::CancellationToken,
@@ -115,6 +118,10 @@ pub fn router(state: AppState) -> Router {
             ),
         )
         .fallback(|| async { ApiError::not_found() })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            routes::ports::by_host,
+        ))
         .method_not_allowed_fallback(|| async {
             ApiError::new(
                 axum::http::StatusCode::METHOD_NOT_ALLOWED,

@@ -120,6 +120,11 @@ pub struct ServeArgs {
     /// comma-separated: set it when agents reach the server under another name.
     #[arg(long, env = "PETRI_MCP_ALLOWED_HOSTS", value_delimiter = ',')]
     pub mcp_allowed_hosts: Vec<String>,
+    /// Port previews by host name: `{port}-{sandbox id}.{this}` (each an origin of its own in
+    /// a browser). `localhost` works without DNS (browsers resolve `*.localhost` to loopback);
+    /// point a wildcard DNS name at the server for remote use. Empty: path-based previews only.
+    #[arg(long, env = "PETRI_PREVIEW_HOST", default_value = "localhost")]
+    pub preview_host: String,
     /// Longest a dependency install may take, in seconds.
     #[arg(long, env = "PETRI_INSTALL_TIMEOUT_SECONDS", default_value_t = 600)]
     pub install_timeout_seconds: u64,

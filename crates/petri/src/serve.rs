@@ -278,6 +278,8 @@ pub fn run(args: ServeArgs) -> Result<(), String> {
             keepalive: Duration::from_secs(args.keepalive_seconds.max(1)),
             listen: listen.to_string(),
             mcp_allowed_hosts: args.mcp_allowed_hosts.clone(),
+            preview_host: Some(args.preview_host.trim().trim_matches('.').to_string())
+                .filter(|host| !host.is_empty()),
             shutdown: tokio_util::sync::CancellationToken::new(),
         };
         let stop_sessions = state.shutdown.clone();

@@ -14,8 +14,8 @@ use hyper_util::rt::TokioIo;
 use crate::AppState;
 use crate::error::ApiError;
 
-/// Served pages run with an opaque origin: a sandboxed app shares the API's origin, and must
-/// not script it (or read another sandbox's preview) from a developer's browser.
+/// Pages served on the API's origin (path-based previews) run with an opaque origin: a
+/// sandboxed app must not script the API (or another sandbox's preview) from a browser.
 const PREVIEW_CSP: &str =
     "sandbox allow-scripts allow-forms allow-popups allow-modals allow-downloads";
 
@@ -35,7 +35,7 @@ const HOP_BY_HOP: &[&str] = &[
 pub(crate) async fn proxy(
     State(state): State<AppState>,
     Path(params): Path<Vec<(String, String)>>,
-    mut request: Request,
+    request: Request,
 ) -> Result<Response, ApiError> {
     let param = |name: &str| {
         params
@@ -45,20 +45,84 @@ pub(crate) async fn proxy(
             .unwrap_or_default()
     };
     let (id, port_text) = (param("id"), param("port"));
-    let port = port_text
-        .parse::<u16>()
-        .ok()
-        .filter(|p| *p != 0)
-        .ok_or_else(|| {
-            ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                "invalid_input",
-                format!("invalid port: {port_text:?} is not between 1 and 65535"),
-            )
-        })?;
+    let port = parse_port(&port_text)?;
     let prefix = format!("/v1/sandboxes/{id}/ports/{port_text}");
     let target = target_uri(request.uri(), &prefix, &param("path"))?;
-    let stream = state.engine.connect_port(&id, port).await?;
+    forward(&state, &id, port, request, target, Some(&prefix)).await
+}
+
+/// Previews by host name (`PETRI_PREVIEW_HOST`): a request for
+/// `{port}-{sandbox id}.{preview host}` goes to that port, path untouched. Each sandbox and
+/// port is then an origin of its own in a browser: its cookies and storage are its own, so
+/// pages need no opaque-origin policy. Other requests carry on to the API.
+pub(crate) async fn by_host(
+    State(state): State<AppState>,
+    request: Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let Some(preview_host) = state.preview_host.as_deref() else {
+        return next.run(request).await;
+    };
+    let Some((id, port)) = preview_target(request.headers(), preview_host) else {
+        return next.run(request).await;
+    };
+    let target = match request.uri().path_and_query() {
+        Some(target) => target
+            .as_str()
+            .parse()
+            .unwrap_or_else(|_| Uri::from_static("/")),
+        None => Uri::from_static("/"),
+    };
+    match forward(&state, &id, port, request, target, None).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+/// The sandbox and port a preview host name names, e.g. `8080-sb_0123….preview.example.com`
+/// or `8080-0123….localhost:8000` for preview host `localhost`.
+fn preview_target(headers: &HeaderMap, preview_host: &str) -> Option<(String, u16)> {
+    let host = headers.get(header::HOST)?.to_str().ok()?;
+    let host = host.rsplit_once(':').map_or(host, |(name, port)| {
+        if port.chars().all(|c| c.is_ascii_digit()) {
+            name
+        } else {
+            host
+        }
+    });
+    let label = host
+        .to_ascii_lowercase()
+        .strip_suffix(&format!(".{}", preview_host.to_ascii_lowercase()))?
+        .to_string();
+    let (port, id) = label.split_once('-')?;
+    let port = port.parse::<u16>().ok().filter(|p| *p != 0)?;
+    let hex = id.strip_prefix("sb_").unwrap_or(id);
+    (hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()))
+        .then(|| (format!("sb_{hex}"), port))
+}
+
+fn parse_port(text: &str) -> Result<u16, ApiError> {
+    text.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| {
+        ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "invalid_input",
+            format!("invalid port: {text:?} is not between 1 and 65535"),
+        )
+    })
+}
+
+/// Sends `request` to `port` in the sandbox as `target`, and its answer back. `prefix` is
+/// where a path-based preview lives (sent as `X-Forwarded-Prefix`; its pages get an opaque
+/// origin, since they share the API's).
+async fn forward(
+    state: &AppState,
+    id: &str,
+    port: u16,
+    mut request: Request,
+    target: Uri,
+    prefix: Option<&str>,
+) -> Result<Response, ApiError> {
+    let stream = state.engine.connect_port(id, port).await?;
 
     let upgrade = wants_upgrade(request.headers());
     let client_upgrade = upgrade.then(|| hyper::upgrade::on(&mut request));
@@ -70,7 +134,7 @@ pub(crate) async fn proxy(
         header::HOST,
         HeaderValue::from_str(&format!("localhost:{port}")).expect("a valid header value"),
     );
-    if let Ok(value) = HeaderValue::from_str(&prefix) {
+    if let Some(value) = prefix.and_then(|p| HeaderValue::from_str(p).ok()) {
         headers.insert(HeaderName::from_static("x-forwarded-prefix"), value);
     }
     if let Some(host) = original_host {
@@ -82,7 +146,7 @@ pub(crate) async fn proxy(
 
     let (mut sender, connection) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
         .await
-        .map_err(|e| bad_gateway(&id, port, &e))?;
+        .map_err(|e| bad_gateway(id, port, &e))?;
     tokio::spawn(async move {
         if let Err(e) = connection.with_upgrades().await {
             tracing::debug!(error = %e, "port preview connection ended");
@@ -91,7 +155,7 @@ pub(crate) async fn proxy(
     let mut response = sender
         .send_request(upstream_request)
         .await
-        .map_err(|e| bad_gateway(&id, port, &e))?;
+        .map_err(|e| bad_gateway(id, port, &e))?;
 
     if response.status() == StatusCode::SWITCHING_PROTOCOLS
         && let Some(client_upgrade) = client_upgrade
@@ -110,10 +174,12 @@ pub(crate) async fn proxy(
 
     let (mut parts, body) = response.into_parts();
     strip_hop_by_hop(&mut parts.headers, false);
-    parts.headers.append(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(PREVIEW_CSP),
-    );
+    if prefix.is_some() {
+        parts.headers.append(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(PREVIEW_CSP),
+        );
+    }
     Ok(Response::from_parts(parts, Body::new(body)).into_response())
 }
 
@@ -266,6 +332,34 @@ mod tests {
         strip_hop_by_hop(&mut headers, false);
         assert_eq!(headers.len(), 1);
         assert!(headers.contains_key(header::ACCEPT));
+    }
+
+    #[test]
+    fn preview_host_names_name_a_sandbox_and_a_port() {
+        let hex = "0123456789abcdef0123456789abcdef";
+        let with_host = |host: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(header::HOST, HeaderValue::from_str(host).unwrap());
+            preview_target(&headers, "preview.example")
+        };
+        let want = Some((format!("sb_{hex}"), 8080));
+        assert_eq!(with_host(&format!("8080-{hex}.preview.example")), want);
+        assert_eq!(
+            with_host(&format!("8080-sb_{hex}.Preview.Example:8000")),
+            want
+        );
+        for refused in [
+            format!("8080-{hex}.other.example"),
+            format!("8080-{hex}.preview.example.evil"),
+            format!("0-{hex}.preview.example"),
+            format!("70000-{hex}.preview.example"),
+            format!("8080-{hex}00.preview.example"),
+            format!("a.8080-{hex}.preview.example"),
+            "preview.example".to_string(),
+            "127.0.0.1:8000".to_string(),
+        ] {
+            assert_eq!(with_host(&refused), None, "{refused}");
+        }
     }
 
     #[test]

@@ -149,6 +149,42 @@ async fn requests_reach_the_sandboxed_app_with_its_path_query_and_body() {
     assert_eq!(status, 200);
     assert_eq!(root["path"], "/");
 
+    // By host name, each sandbox and port is an origin of its own: the path goes untouched
+    // and no opaque-origin policy is needed.
+    let hex = id.strip_prefix("sb_").unwrap();
+    let by_host = server
+        .client
+        .get(server.url("/v1/items?q=2"))
+        .header("Host", format!("8080-{hex}.localhost:8000"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(by_host.status().as_u16(), 200);
+    assert!(by_host.headers().get("content-security-policy").is_none());
+    let seen: Value = by_host.json().await.unwrap();
+    assert_eq!(seen["path"], "/v1/items?q=2");
+    assert_eq!(seen["prefix"], Value::Null);
+    let unknown = server
+        .client
+        .get(server.url("/"))
+        .header(
+            "Host",
+            "8080-00000000000000000000000000000000.localhost".to_string(),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(unknown.status().as_u16(), 404);
+    // Any other host name is the API.
+    let api = server
+        .client
+        .get(server.url("/health"))
+        .header("Host", format!("8080-{hex}.elsewhere.example"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(api.status().as_u16(), 200);
+
     let posted = server
         .client
         .post(server.url(&format!("{prefix}/echo")))
