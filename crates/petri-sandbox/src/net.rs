@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::io::IoSliceMut;
 use std::mem::MaybeUninit;
 use std::net::{TcpListener, TcpStream};
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
@@ -129,31 +129,71 @@ impl SandboxNetworks {
         };
         // No namespace yet means no exec has run since the server started: nothing listens.
         let namespaces = self.map().get(&sandbox.id).cloned().ok_or_else(closed)?;
-        let (ours, childs) = channel()?;
-        let helper = run_helper(ChildSetup {
-            network: Some(NetworkSetup::Connect {
-                namespaces,
-                port,
-                channel: childs,
-            }),
-            host_uid: sandbox.host_uid,
-            ..ChildSetup::default()
-        });
-        match helper {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => return Err(closed()),
-            Err(e) => return Err(SandboxError::Network(e)),
-        }
-        receive_fds(&ours)?
-            .into_iter()
-            .next()
-            .map(TcpStream::from)
-            .ok_or_else(|| {
-                SandboxError::Network(std::io::Error::other("the connect helper sent no socket"))
-            })
+        let connected = match connect_from_thread(&namespaces, port) {
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                connect_from_helper(namespaces, port, sandbox.host_uid)
+            }
+            other => other,
+        };
+        connected.map_err(|e| match e.kind() {
+            std::io::ErrorKind::ConnectionRefused => closed(),
+            _ => SandboxError::Network(e),
+        })
     }
 
     pub fn remove(&self, sandbox_id: &str) {
         self.map().remove(sandbox_id);
     }
+}
+
+/// Connects from a short-lived thread of the server that enters the sandbox's network
+/// namespace (a thread's network namespace is its own, and the thread ends right after, so
+/// no other work ever runs in there). Needs CAP_SYS_ADMIN over the namespace, i.e. root:
+/// elsewhere it fails with PermissionDenied. About 0.1 ms, against a few for a helper child.
+fn connect_from_thread(namespaces: &Arc<Namespaces>, port: u16) -> std::io::Result<TcpStream> {
+    let namespaces = namespaces.clone();
+    std::thread::Builder::new()
+        .name("petri-preview".into())
+        .spawn(move || -> std::io::Result<TcpStream> {
+            use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
+            move_into_link_name_space(namespaces.net.as_fd(), Some(LinkNameSpaceType::Network))?;
+            let socket = rustix::net::socket_with(
+                AddressFamily::INET,
+                SocketType::STREAM,
+                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
+                None,
+            )?;
+            let target = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
+            match rustix::net::connect(&socket, &target) {
+                Ok(()) | Err(rustix::io::Errno::INPROGRESS) => Ok(TcpStream::from(socket)),
+                Err(e) => Err(e.into()),
+            }
+        })?
+        .join()
+        .map_err(|_| std::io::Error::other("the preview thread panicked"))?
+}
+
+/// Connects from a helper child that joins the sandbox's user and network namespaces (which
+/// needs no privilege when it runs as the namespaces' owner) and sends the socket back.
+fn connect_from_helper(
+    namespaces: Arc<Namespaces>,
+    port: u16,
+    host_uid: Option<u32>,
+) -> std::io::Result<TcpStream> {
+    let (ours, childs) = channel().map_err(std::io::Error::other)?;
+    run_helper(ChildSetup {
+        network: Some(NetworkSetup::Connect {
+            namespaces,
+            port,
+            channel: childs,
+        }),
+        host_uid,
+        ..ChildSetup::default()
+    })?;
+    receive_fds(&ours)
+        .map_err(std::io::Error::other)?
+        .into_iter()
+        .next()
+        .map(TcpStream::from)
+        .ok_or_else(|| std::io::Error::other("the connect helper sent no socket"))
 }

@@ -296,3 +296,20 @@ async fn the_preview_reaches_only_the_sandboxs_own_loopback() {
         .await;
     assert_eq!(status, 404);
 }
+
+/// Without root the preview cannot enter the namespace from a server thread; a helper child
+/// running as the namespace's owner connects instead.
+#[tokio::test]
+async fn an_unprivileged_server_previews_too() {
+    let server = TestServer::start_as_nobody().await;
+    let id = serve_app(&server).await;
+    let (status, seen) = server
+        .get_json(&format!("/v1/sandboxes/{id}/ports/8080/unprivileged"))
+        .await;
+    assert_eq!(status, 200, "{seen}");
+    assert_eq!(seen["path"], "/unprivileged");
+    let (status, error) = server
+        .get_json(&format!("/v1/sandboxes/{id}/ports/8081/"))
+        .await;
+    assert_eq!((status, error["code"].as_str()), (502, Some("port_closed")));
+}
