@@ -90,6 +90,6 @@ pub struct TestRequest {
     pub test_command: Option<String>,
     pub ready_port: Option<u16>,
     pub ready_path: Option<String>,
-    /// Seconds to wait for the server to be ready (default 60).
+    /// Seconds to wait for the server to be ready (default 180).
     pub ready_timeout_seconds: Option<u64>,
 }

@@ -19,8 +19,11 @@ use crate::Engine;
 use crate::ids::{format_time, now};
 use crate::slots::{CountGuard, Slot};
 
-/// Seconds a server under test gets to become ready, unless the request says otherwise.
-const DEFAULT_READY_TIMEOUT: u64 = 60;
+/// Seconds a server under test gets to become ready, unless the request says otherwise. A
+/// first `go run` or `mvn exec:java` compiles before it listens: Go's standard library alone
+/// took over a minute on a sandbox's one CPU while other builds shared the machine (the
+/// readiness wait ends as soon as the server answers, so only real failures wait this long).
+const DEFAULT_READY_TIMEOUT: u64 = 180;
 
 /// Everything one exec task needs.
 #[derive(Debug)]
