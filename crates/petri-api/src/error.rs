@@ -94,6 +94,9 @@ impl From<EngineError> for ApiError {
                 Self::new(S::NOT_FOUND, "process_not_found", message)
             }
             EngineError::ProcessEnded { .. } => Self::new(S::CONFLICT, "process_ended", message),
+            EngineError::ProcessStarting { .. } => {
+                Self::new(S::CONFLICT, "process_starting", message)
+            }
             EngineError::TooManyProcesses { .. } => {
                 Self::new(S::TOO_MANY_REQUESTS, "too_many_processes", message)
             }

@@ -32,6 +32,8 @@ pub enum EngineError {
     SbomNotFound { id: String },
     #[error("no background process {id} in this sandbox")]
     ProcessNotFound { id: String },
+    #[error("background process {id} is still starting (installing dependencies); try again")]
+    ProcessStarting { id: String },
     #[error("background process {id} is not running any more")]
     ProcessEnded { id: String },
     #[error(

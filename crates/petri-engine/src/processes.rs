@@ -16,6 +16,8 @@ use crate::{Engine, EngineError, invalid};
 
 /// How long a kill waits for the process to be gone before answering.
 const KILL_WAIT: Duration = Duration::from_secs(10);
+/// How long a signal request waits for the process to take it.
+const SIGNAL_WAIT: Duration = Duration::from_secs(5);
 /// How long a port preview waits for the sandboxed server to accept a connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -224,13 +226,20 @@ impl Engine {
                 reply,
             })
             .map_err(|_| ended())?;
-        match answer.await {
-            Ok(Ok(())) => {}
-            Ok(Err(reason)) => {
+        // Orders are taken once the command runs: a process still installing its dependencies
+        // answers after the install, so do not hold the request for it.
+        match tokio::time::timeout(SIGNAL_WAIT, answer).await {
+            Ok(Ok(Ok(()))) => {}
+            Ok(Ok(Err(reason))) => {
                 tracing::warn!(process_id, reason, "signal not delivered");
                 return Err(ended());
             }
-            Err(_) => return Err(ended()),
+            Ok(Err(_)) => return Err(ended()),
+            Err(_) => {
+                return Err(EngineError::ProcessStarting {
+                    id: process_id.to_string(),
+                });
+            }
         }
         self.process(id, process_id).await
     }

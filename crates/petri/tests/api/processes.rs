@@ -297,12 +297,24 @@ async fn background_processes_count_against_the_sandbox_limits() {
     let server = TestServer::start_with(&[("PETRI_BACKGROUND_MAX", "2")]).await;
     let id = server.create(json!({"pids": 40})).await;
     // 25 sleeping processes held by one background process...
-    start(
+    let holder = start(
         &server,
         &id,
         "for i in $(seq 25); do sleep 1000 & done; echo held; wait",
     )
     .await;
+    // It answered at once; its 25 processes exist once it says so.
+    let holder = holder["id"].as_str().unwrap().to_string();
+    assert!(
+        eventually(Duration::from_secs(20), async || {
+            process(&server, &id, &holder).await["output_bytes"]
+                .as_u64()
+                .unwrap_or(0)
+                > 0
+        })
+        .await,
+        "the holder never started its processes"
+    );
     start(&server, &id, "sleep 1000").await;
     // ...a third is one too many...
     let (status, error) = server
