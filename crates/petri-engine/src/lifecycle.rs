@@ -118,6 +118,12 @@ impl Engine {
             }
         }
         for record in self.store.list_live_sandboxes(&format_time(at))? {
+            // Whatever a previous server left running (it was killed: its runs are recorded
+            // interrupted above) goes now; a process tree's parent-death signal does not
+            // always reach every process. The sandbox's cgroups come back at its next exec.
+            if let Err(e) = self.backend.destroy(&record.id) {
+                tracing::error!(error = %e, sandbox_id = record.id, "cannot kill a previous server's processes");
+            }
             if let Err(e) = self.workspaces.remount(&record.id) {
                 tracing::error!(error = %e, sandbox_id = record.id, "cannot mount a sandbox's disk");
             }

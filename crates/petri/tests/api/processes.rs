@@ -406,3 +406,35 @@ async fn background_processes_die_with_their_sandbox_deleted_or_expired() {
     assert_eq!(status, 200);
     assert_eq!(list.as_array().unwrap().len(), 1);
 }
+
+/// A server that is killed leaves nothing running: its runs are recorded interrupted, and the
+/// next server kills what outlived it (a TERM-ignoring shell with a `setsid` child included).
+#[tokio::test]
+async fn nothing_a_killed_server_started_outlives_it() {
+    let server = TestServer::start().await;
+    let id = server.sandbox().await;
+    let marker = sleeper();
+    let started = start(
+        &server,
+        &id,
+        &format!("trap '' TERM HUP; setsid sleep {marker} & wait"),
+    )
+    .await;
+    assert!(
+        eventually(Duration::from_secs(20), async || host_process_with(&marker)).await,
+        "the background process never started"
+    );
+    let server = server.crash_and_restart().await;
+    assert!(
+        eventually(Duration::from_secs(10), async || !host_process_with(
+            &marker
+        ))
+        .await,
+        "a process of the killed server outlived the restart"
+    );
+    let view = process(&server, &id, started["id"].as_str().unwrap()).await;
+    assert_eq!(view["status"], "interrupted", "{view}");
+    // The sandbox works on, its network included.
+    let got = server.exec(&id, "echo again").await;
+    assert_eq!(got.done()["exit_code"], 0, "{}", got.raw);
+}
