@@ -9,11 +9,11 @@ import argparse
 import http.client
 import json
 import os
-import statistics
 import subprocess
 import time
 
 from state_dir import state_dir
+from timing import timed
 
 
 def rss_kib(pid):
@@ -46,22 +46,6 @@ class Client:
         done = json.loads(body.split(b"event: done\ndata: ", 1)[1])
         assert done["exit_code"] == 0, done
         return done
-
-
-def timed(fn, runs, warmup=3):
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return {
-        "mean": statistics.fmean(samples),
-        "p50": samples[len(samples) // 2],
-        "p95": samples[int(len(samples) * 0.95) - 1],
-    }
 
 
 def main():

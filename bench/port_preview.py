@@ -16,12 +16,12 @@ import http.client
 import json
 import os
 import socket
-import statistics
 import subprocess
 import sys
 import time
 
 from state_dir import state_dir
+from timing import timed
 
 APP = r'''
 import http.server, sys
@@ -45,22 +45,6 @@ class App(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 http.server.ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), App).serve_forever()
 '''
-
-
-def timed(fn, runs, warmup=3):
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    samples.sort()
-    return {
-        "mean": statistics.fmean(samples),
-        "p50": samples[len(samples) // 2],
-        "p95": samples[int(len(samples) * 0.95) - 1],
-    }
 
 
 def get(host, port, path):

@@ -71,6 +71,17 @@ pub(crate) struct ExecArgs {
     timeout: Option<u64>,
 }
 
+impl ExecArgs {
+    /// The command to run (`sandbox_id` stays for the call).
+    fn request(&self) -> ExecRequest {
+        ExecRequest {
+            command: self.command.clone(),
+            timeout_seconds: self.timeout,
+            test: None,
+        }
+    }
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 pub(crate) struct SandboxArgs {
     sandbox_id: String,
@@ -164,14 +175,7 @@ impl PetriMcp {
     async fn exec_code(&self, Parameters(args): Parameters<ExecArgs>) -> Result<String, String> {
         let mut stream = self
             .engine
-            .exec(
-                &args.sandbox_id,
-                ExecRequest {
-                    command: args.command,
-                    timeout_seconds: args.timeout,
-                    test: None,
-                },
-            )
+            .exec(&args.sandbox_id, args.request())
             .await
             .map_err(message)?;
         while let Some(event) = stream.recv().await {
@@ -201,14 +205,7 @@ impl PetriMcp {
     ) -> Result<String, String> {
         let process = self
             .engine
-            .start_background(
-                &args.sandbox_id,
-                ExecRequest {
-                    command: args.command,
-                    timeout_seconds: args.timeout,
-                    test: None,
-                },
-            )
+            .start_background(&args.sandbox_id, args.request())
             .await
             .map_err(message)?;
         Ok(format!(

@@ -136,10 +136,7 @@ impl Engine {
     fn live_view(&self, id: &str, run: RunRecord) -> ProcessView {
         let mut view = ProcessView::from(run);
         if view.running
-            && let Some(handle) = self
-                .slots
-                .get(id)
-                .and_then(|slot| slot.background_processes().get(&view.id).cloned())
+            && let Some(handle) = self.handle_of(id, &view.id)
         {
             view.output_bytes = handle.progress.borrow().logged;
         }
@@ -171,9 +168,7 @@ impl Engine {
             return Err(EngineError::OutputEvicted { id: run.id });
         }
         let progress = self
-            .slots
-            .get(id)
-            .and_then(|slot| slot.background_processes().get(&run.id).cloned())
+            .handle_of(id, &run.id)
             .map(|handle| handle.progress.subscribe());
         let (events, stream) = tokio::sync::mpsc::unbounded_channel();
         let engine = self.clone();
@@ -263,10 +258,14 @@ impl Engine {
         process_id: &str,
     ) -> Result<Arc<BackgroundHandle>, EngineError> {
         let run = self.background_run(id, process_id).await?;
-        self.slots
-            .get(id)
-            .and_then(|slot| slot.background_processes().get(&run.id).cloned())
+        self.handle_of(id, &run.id)
             .ok_or(EngineError::ProcessEnded { id: run.id })
+    }
+
+    /// The live side of a background process, while it runs.
+    fn handle_of(&self, id: &str, run_id: &str) -> Option<Arc<BackgroundHandle>> {
+        let slot = self.slots.get(id)?;
+        slot.background_processes().get(run_id).cloned()
     }
 
     /// A connection to `port` on the sandbox's loopback, made inside its network: the port

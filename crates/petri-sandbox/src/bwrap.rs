@@ -1,9 +1,10 @@
 //! The default backend: bubblewrap (`bwrap`) driven from Rust.
 //!
 //! Each exec gets new user, pid, mount, ipc, uts and cgroup namespaces and joins its sandbox's
-//! network namespace (only `lo`, shared by the sandbox's execs), a read-only view of the host's `/usr` and a minimal `/etc`, the
-//! workspace read-write at `/sandbox`, a private size-limited `/tmp`, a minimal `/dev`, a fresh
-//! `/proc`, no `/sys`, no capabilities and no-new-privs (bubblewrap always sets it).
+//! network namespace (only `lo`, shared by the sandbox's execs); a read-only view of the
+//! host's `/usr` and a minimal `/etc`, the workspace read-write at `/sandbox`, a private
+//! size-limited `/tmp`, a minimal `/dev`, a fresh `/proc`, no `/sys`, no capabilities and
+//! no-new-privs (bubblewrap always sets it).
 
 use std::ffi::OsString;
 use std::fs;

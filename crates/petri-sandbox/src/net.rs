@@ -22,7 +22,9 @@ use rustix::net::{
     recvmsg, socketpair,
 };
 
-use crate::sys::{ChildSetup, FreshNamespaces, Namespaces, NetworkSetup, install};
+use crate::sys::{
+    ChildSetup, FreshNamespaces, Namespaces, NetworkSetup, connect_loopback, install,
+};
 use crate::{SandboxError, SandboxSpec};
 
 /// The two ends of the channel a child sends descriptors over.
@@ -157,17 +159,7 @@ fn connect_from_thread(namespaces: &Arc<Namespaces>, port: u16) -> std::io::Resu
         .spawn(move || -> std::io::Result<TcpStream> {
             use rustix::thread::{LinkNameSpaceType, move_into_link_name_space};
             move_into_link_name_space(namespaces.net.as_fd(), Some(LinkNameSpaceType::Network))?;
-            let socket = rustix::net::socket_with(
-                AddressFamily::INET,
-                SocketType::STREAM,
-                SocketFlags::NONBLOCK | SocketFlags::CLOEXEC,
-                None,
-            )?;
-            let target = std::net::SocketAddrV4::new(std::net::Ipv4Addr::LOCALHOST, port);
-            match rustix::net::connect(&socket, &target) {
-                Ok(()) | Err(rustix::io::Errno::INPROGRESS) => Ok(TcpStream::from(socket)),
-                Err(e) => Err(e.into()),
-            }
+            connect_loopback(port).map(TcpStream::from)
         })?
         .join()
         .map_err(|_| std::io::Error::other("the preview thread panicked"))?

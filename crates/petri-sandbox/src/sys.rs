@@ -161,23 +161,27 @@ impl NetworkSetup {
                 channel,
             } => {
                 namespaces.join()?;
-                // Non-blocking: a listener with a full backlog must not hold the child (and
-                // the server's request) for the kernel's SYN retries; the server waits for
-                // the connection to complete, with its own deadline.
-                let stream = rustix::net::socket_with(
-                    AddressFamily::INET,
-                    SocketType::STREAM,
-                    rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC,
-                    None,
-                )?;
-                match rustix::net::connect(&stream, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, *port))
-                {
-                    Ok(()) | Err(rustix::io::Errno::INPROGRESS) => {}
-                    Err(e) => return Err(e.into()),
-                }
+                let stream = connect_loopback(*port)?;
                 send_fds(channel, &[stream.as_fd()])
             }
         }
+    }
+}
+
+/// A TCP socket connecting to `127.0.0.1:port` in the caller's network namespace. Non-blocking:
+/// a listener with a full backlog must not hold the caller (and the server's request) for the
+/// kernel's SYN retries; the server waits for the connection, with its own deadline. Also
+/// async-signal-safe (it runs in forked children too): nothing is allocated.
+pub(crate) fn connect_loopback(port: u16) -> std::io::Result<OwnedFd> {
+    let stream = rustix::net::socket_with(
+        AddressFamily::INET,
+        SocketType::STREAM,
+        rustix::net::SocketFlags::NONBLOCK | rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )?;
+    match rustix::net::connect(&stream, &SocketAddrV4::new(Ipv4Addr::LOCALHOST, port)) {
+        Ok(()) | Err(rustix::io::Errno::INPROGRESS) => Ok(stream),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -7,17 +7,22 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 
+def _stdio_server(server_url):
+    """`python -m jhansi.mcp_server`, talking to the server at `server_url`."""
+    return StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "jhansi.mcp_server"],
+        env={**os.environ, "JHANSI_BASE_URL": server_url},
+    )
+
+
 async def test_mcp_tools_cover_an_agent_loop(server_url, tmp_path):
     folder = tmp_path / "app"
     folder.mkdir()
     (folder / "app.py").write_text("print('from the agent machine')\n")
     (folder / "secret.log").write_text("no")
     (folder / ".gitignore").write_text("*.log\n")
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "jhansi.mcp_server"],
-        env={**os.environ, "JHANSI_BASE_URL": server_url},
-    )
+    params = _stdio_server(server_url)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         tools = {tool.name for tool in (await session.list_tools()).tools}
@@ -51,11 +56,7 @@ async def test_mcp_tools_cover_an_agent_loop(server_url, tmp_path):
 async def test_mcp_background_processes_over_stdio(server_url):
     import asyncio
 
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "jhansi.mcp_server"],
-        env={**os.environ, "JHANSI_BASE_URL": server_url},
-    )
+    params = _stdio_server(server_url)
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
 

@@ -2,12 +2,11 @@
 //! switches (sandbox deleted, server stopping) and the expiry heartbeat.
 
 use std::io::Write;
+use std::sync::Arc;
 use std::time::Duration;
 
 use petri_sandbox::Process;
-use std::sync::Arc;
 use tokio::io::AsyncReadExt;
-
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 use tokio::sync::watch;
 use tokio::time::Instant;

@@ -30,25 +30,32 @@ async fn every_process_of_an_exec_dies_with_it() {
         "daemonised children outlived their exec"
     );
     // A timed-out exec takes its whole tree too.
-    let marker = format!("petri-timeout-{}", std::process::id());
-    let command = format!("sleep 300 & setsid sleep 301 & sleep 302 # {marker}");
-    let done = server
-        .exec_body(&id, json!({"command": command, "timeout": 1}))
-        .await
-        .done();
-    assert_eq!(done["status"], "timed_out");
-    assert!(
-        eventually(Duration::from_secs(3), async || {
-            !host_process_with(&marker)
-        })
-        .await
-    );
+    times_out_leaving_nothing(
+        &server,
+        &id,
+        "sleep 300 & setsid sleep 301 & sleep 302",
+        "petri-timeout",
+    )
+    .await;
     // A shell that ignores SIGTERM and waits on a child in a session of its own (this left
     // bubblewrap's reaper running once, when only bubblewrap was killed).
-    let marker = format!("petri-waiter-{}", std::process::id());
-    let command = format!("trap '' TERM; setsid sleep 304 & wait # {marker}");
+    times_out_leaving_nothing(
+        &server,
+        &id,
+        "trap '' TERM; setsid sleep 304 & wait",
+        "petri-waiter",
+    )
+    .await;
+    assert_unaffected(&server, &other).await;
+}
+
+/// Runs `command` (marked with `tag` on its command line) with a 1 s timeout and checks that
+/// nothing of it is left on the host afterwards.
+async fn times_out_leaving_nothing(server: &TestServer, id: &str, command: &str, tag: &str) {
+    let marker = format!("{tag}-{}", std::process::id());
+    let command = format!("{command} # {marker}");
     let done = server
-        .exec_body(&id, json!({"command": command, "timeout": 1}))
+        .exec_body(id, json!({"command": command, "timeout": 1}))
         .await
         .done();
     assert_eq!(done["status"], "timed_out");
@@ -57,7 +64,6 @@ async fn every_process_of_an_exec_dies_with_it() {
             !host_process_with(&marker)
         })
         .await,
-        "a waiting shell outlived its timed-out exec"
+        "{command} outlived its timed-out exec"
     );
-    assert_unaffected(&server, &other).await;
 }
